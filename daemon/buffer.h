@@ -1,0 +1,70 @@
+// A growable byte buffer with a read cursor: append at the tail, consume from the
+// head, compact only when needed. Unlike std::string, growing the tail does not
+// zero-fill, so recv() can write straight into it.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace gearbox {
+
+class Buffer {
+ public:
+  Buffer() = default;
+  ~Buffer() { free(data_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  std::string_view view() const { return {data_ + head_, tail_ - head_}; }
+  size_t size() const { return tail_ - head_; }
+  bool empty() const { return head_ == tail_; }
+
+  // A writable region of at least `min` bytes at the tail; Commit() what was used.
+  char* Reserve(size_t min) {
+    if (capacity_ - tail_ < min) Grow(min);
+    return data_ + tail_;
+  }
+  size_t writable() const { return capacity_ - tail_; }
+  void Commit(size_t n) { tail_ += n; }
+  void Append(std::string_view s) {
+    memcpy(Reserve(s.size()), s.data(), s.size());
+    tail_ += s.size();
+  }
+  void Consume(size_t n) {
+    head_ += n;
+    if (head_ == tail_) head_ = tail_ = 0;  // common case: everything consumed
+  }
+  // Gives the memory back (idle keep-alive connections should cost little).
+  void Release() {
+    if (head_ == tail_) {
+      free(data_);
+      data_ = nullptr;
+      head_ = tail_ = capacity_ = 0;
+    }
+  }
+
+ private:
+  void Grow(size_t min) {
+    size_t used = tail_ - head_;
+    if (head_ > 0) {  // compact first: the parser works on offsets, not pointers
+      memmove(data_, data_ + head_, used);
+      head_ = 0;
+      tail_ = used;
+      if (capacity_ - tail_ >= min) return;
+    }
+    size_t cap = capacity_ ? capacity_ : 4096;
+    while (cap - used < min) cap *= 2;
+    char* p = static_cast<char*>(realloc(data_, cap));
+    if (!p) abort();  // out of memory: nothing sensible to do per connection
+    data_ = p;
+    capacity_ = cap;
+  }
+
+  char* data_ = nullptr;
+  size_t head_ = 0;
+  size_t tail_ = 0;
+  size_t capacity_ = 0;
+};
+
+}  // namespace gearbox

@@ -1,0 +1,58 @@
+// The codec seam: a per-connection, pure translator between bytes and requests.
+// HTTP/1.1 (llhttp) and FastCGI implement it; models drive it without knowing which.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "daemon/request.h"
+#include "daemon/response.h"
+
+namespace gearbox {
+
+class ServerCodec {
+ public:
+  enum class Status {
+    kComplete,    // a request is ready in `request`; drop `consumed` bytes
+    kIncomplete,  // need more bytes (anything in `out` must be sent first)
+    kError,       // bad input: `out` holds the answer (if any); then close
+    kClose,       // the peer asked to end the connection cleanly; close after `out`
+  };
+  struct Result {
+    Status status = Status::kIncomplete;
+    size_t consumed = 0;
+    int error_status = 0;        // kError: the HTTP status sent (0 = closed silently)
+    const char* error_reason = "";  // kError: a short token for logs and counters
+  };
+
+  virtual ~ServerCodec() = default;
+
+  // `buffer` holds every unconsumed byte; each call sees what the previous one saw
+  // plus more. Protocol-level replies that are not responses (HTTP "100 Continue",
+  // FastCGI management records, error answers) are appended to `out`.
+  virtual Result Parse(std::string_view buffer, Request& request,
+                       std::string& out) = 0;
+
+  // Appends the response to the request last returned by Parse(). Returns true when
+  // the connection must close after `out` is written.
+  virtual bool AppendResponse(const Request& request, const Response& response,
+                              bool close, std::string& out) = 0;
+
+  // Appends an overload/timeout answer outside any parsed request (503, 408).
+  virtual void AppendError(int status, std::string_view extra_headers,
+                           std::string& out) = 0;
+
+  // True while part of a request has been received (header/body timeout applies)
+  // rather than the connection sitting idle between requests.
+  virtual bool InRequest() const = 0;
+  // True once the request head is complete and its body is being received.
+  virtual bool InBody() const = 0;
+};
+
+// One codec per connection for the listener's protocol.
+std::unique_ptr<ServerCodec> MakeCodec(Protocol protocol,
+                                       const LimitsConfig& limits);
+
+}  // namespace gearbox

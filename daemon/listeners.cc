@@ -1,0 +1,174 @@
+#include "daemon/listeners.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "daemon/logging.h"
+
+namespace gearbox {
+namespace {
+
+std::string Errno(const std::string& call) {
+  return call + ": " + strerror(errno);
+}
+
+std::string_view ProtocolName(Protocol p) {
+  return p == Protocol::kHttp ? "http" : "fastcgi";
+}
+
+int SoMaxConn() {
+  std::ifstream f("/proc/sys/net/core/somaxconn");
+  int n = 0;
+  return (f >> n) ? n : 0;
+}
+
+std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
+  Listener l;
+  l.protocol = lc.protocol;
+  l.name = lc.name;
+  l.address = lc.address;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  std::string_view a = lc.address;
+  int family = AF_INET;
+  if (a.substr(0, 5) == "unix:") {
+    std::string path(a.substr(5));
+    auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
+    sun->sun_family = AF_UNIX;
+    if (path.size() >= sizeof(sun->sun_path)) return "unix path too long: " + path;
+    memcpy(sun->sun_path, path.data(), path.size());
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    family = AF_UNIX;
+    // A stale socket file from a previous run would make bind() fail.
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
+  } else {
+    size_t colon = a.rfind(':');
+    std::string host(a.substr(0, colon));
+    int port = atoi(std::string(a.substr(colon + 1)).c_str());
+    if (!host.empty() && host.front() == '[') {
+      host = host.substr(1, host.size() - 2);
+      auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+      s6->sin6_family = AF_INET6;
+      s6->sin6_port = htons(static_cast<uint16_t>(port));
+      if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) != 1)
+        return "bad IPv6 address: " + lc.address;
+      len = sizeof(*s6);
+      family = AF_INET6;
+    } else {
+      auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+      s4->sin_family = AF_INET;
+      s4->sin_port = htons(static_cast<uint16_t>(port));
+      if (host == "*" || host.empty()) host = "0.0.0.0";
+      if (host == "localhost") host = "127.0.0.1";
+      if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) != 1)
+        return "bad IPv4 address: " + lc.address;
+      len = sizeof(*s4);
+    }
+  }
+  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Errno("socket(" + lc.address + ")");
+  int one = 1;
+  if (family != AF_UNIX) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    std::string e = Errno("bind(fd=" + std::to_string(fd) + ", " + lc.address + ")");
+    close(fd);
+    return e;
+  }
+  if (family == AF_UNIX) chmod(lc.address.c_str() + 5, lc.unix_mode);
+  int somaxconn = SoMaxConn();
+  if (somaxconn > 0 && lc.backlog > somaxconn) {
+    LogWarn("listen_backlog_capped",
+            "address={} backlog={} net.core.somaxconn={}", lc.address,
+            lc.backlog, somaxconn);
+  }
+  if (listen(fd, lc.backlog) != 0) {
+    std::string e = Errno("listen(fd=" + std::to_string(fd) + ", " + lc.address + ")");
+    close(fd);
+    return e;
+  }
+  l.fd = fd;
+  return l;
+}
+
+}  // namespace
+
+std::variant<Listeners, std::string> AcquireListeners(
+    const std::vector<ListenConfig>& config) {
+  Listeners out;
+  char** names = nullptr;
+  int n = sd_listen_fds_with_names(/*unset_environment=*/1, &names);
+  if (n < 0) return std::string("sd_listen_fds_with_names: ") + strerror(-n);
+  if (n > 0) {
+    std::string error;
+    for (int i = 0; i < n; ++i) {
+      int fd = SD_LISTEN_FDS_START + i;
+      std::string name = names && names[i] ? names[i] : "unknown";
+      const ListenConfig* match = nullptr;
+      for (const ListenConfig& lc : config)
+        if (lc.name == name) match = &lc;
+      if (error.empty() && !match) {
+        error = "systemd passed socket fd=" + std::to_string(fd) + " named \"" +
+                name + "\" but no [[listen]] entry has that name";
+      }
+      if (error.empty() && sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+        error = "systemd passed fd=" + std::to_string(fd) + " named \"" + name +
+                "\" which is not a listening stream socket";
+      }
+      if (error.empty() && match) {
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        out.push_back({fd, match->protocol, name, match->address, true});
+      }
+      if (names) free(names[i]);
+    }
+    free(names);
+    if (!error.empty()) return error;
+    for (const ListenConfig& lc : config) {
+      bool found = false;
+      for (const Listener& l : out) found = found || l.name == lc.name;
+      if (!found) {
+        LogWarn("listener_not_passed",
+                "name={} address={} protocol={} msg=\"socket-activated, but "
+                "systemd passed no socket with this name\"",
+                lc.name, lc.address, ProtocolName(lc.protocol));
+      }
+    }
+    return out;
+  }
+  for (const ListenConfig& lc : config) {
+    auto r = Bind(lc);
+    if (auto* e = std::get_if<std::string>(&r)) {
+      ReleaseListeners(out);
+      return *e;
+    }
+    out.push_back(std::get<Listener>(r));
+  }
+  return out;
+}
+
+void ReleaseListeners(Listeners& listeners) {
+  for (Listener& l : listeners) {
+    if (l.fd >= 0) close(l.fd);
+    if (!l.from_systemd && l.address.rfind("unix:", 0) == 0)
+      unlink(l.address.c_str() + 5);
+    l.fd = -1;
+  }
+  listeners.clear();
+}
+
+}  // namespace gearbox

@@ -1,0 +1,86 @@
+// gearboxd: an nginx upstream whose concurrency model is one line of config.
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "config/loader.h"
+#include "daemon/handlers/handlers.h"
+#include "daemon/logging.h"
+#include "daemon/supervisor.h"
+#include "models/model.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+constexpr const char* kUsage =
+    "Usage: gearboxd [options]\n"
+    "  -c, --config FILE    run with FILE (default: the embedded config,\n"
+    "                       127.0.0.1:8080 with /hello and /sleep)\n"
+    "  -t, --test           check the config and exit: 0 if valid, 2 with\n"
+    "                       file:line:col: error otherwise\n"
+    "  -p, --print-config   print the effective config (defaults filled in)\n"
+    "  -F, --foreground-single\n"
+    "                       one worker only (1 child / 1 thread / 1 loop), for a\n"
+    "                       debugger\n"
+    "  -v, --version        print the version\n"
+    "  -h, --help           this text\n"
+    "Signals: TERM graceful stop, INT/QUIT fast stop, HUP reload.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  static const option kOptions[] = {
+      {"config", required_argument, nullptr, 'c'},
+      {"test", no_argument, nullptr, 't'},
+      {"print-config", no_argument, nullptr, 'p'},
+      {"foreground-single", no_argument, nullptr, 'F'},
+      {"version", no_argument, nullptr, 'v'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  std::string path;
+  bool test = false, print = false, single = false;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "c:tpFvh", kOptions, nullptr)) != -1) {
+    switch (opt) {
+      case 'c': path = optarg; break;
+      case 't': test = true; break;
+      case 'p': print = true; break;
+      case 'F': single = true; break;
+      case 'v': printf("gearboxd %s\n", kVersion); return 0;
+      case 'h': fputs(kUsage, stdout); return 0;
+      default: fputs(kUsage, stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind], kUsage);
+    return 2;
+  }
+  gearbox::ConfigVocabulary vocab{gearbox::ModelNames(), gearbox::HandlerNames()};
+  gearbox::ConfigResult loaded =
+      path.empty() ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),
+                                               "<embedded>", vocab)
+                   : gearbox::LoadConfigFile(path, vocab);
+  if (auto* e = std::get_if<gearbox::ConfigError>(&loaded)) {
+    fprintf(stderr, "%s\n", e->ToString().c_str());
+    return 2;
+  }
+  gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
+  config.foreground = single;
+  if (test) {
+    fprintf(stderr, "gearboxd: configuration %s is valid\n", config.source.c_str());
+    return 0;
+  }
+  if (print) {
+    fputs(gearbox::FormatConfig(config).c_str(), stdout);
+    return 0;
+  }
+  gearbox::InitLogging(config.log.level);
+  gearbox::LogInfo("starting", "version={} model={} config={} pid={}", kVersion,
+                   config.server.model, gearbox::LogQuote(config.source),
+                   getpid());
+  return gearbox::RunSupervisor(std::move(config), path);
+}

@@ -1,0 +1,50 @@
+#include "daemon/metrics/worker_stats.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gearbox {
+
+std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
+  size_t bytes = slots * sizeof(WorkerStats);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    fprintf(stderr, "mmap(%zu bytes, MAP_SHARED|MAP_ANONYMOUS): %s\n", bytes,
+            strerror(errno));
+    abort();
+  }
+  auto* base = static_cast<WorkerStats*>(mem);
+  for (size_t i = 0; i < slots; ++i) new (&base[i]) WorkerStats();
+  return std::shared_ptr<StatsRegion>(new StatsRegion(base, slots));
+}
+
+StatsRegion::~StatsRegion() { munmap(base_, slots_ * sizeof(WorkerStats)); }
+
+StatsRegion::Totals StatsRegion::Sum() const {
+  Totals t;
+  constexpr auto r = std::memory_order_relaxed;
+  for (size_t i = 0; i < slots_; ++i) {
+    const WorkerStats& s = base_[i];
+    t.requests += s.requests.load(r);
+    t.bytes_in += s.bytes_in.load(r);
+    t.bytes_out += s.bytes_out.load(r);
+    t.accepted += s.accepted.load(r);
+    for (int c = 0; c < 6; ++c) t.status_class[c] += s.status_class[c].load(r);
+    for (int c = 0; c < static_cast<int>(CloseReason::kCount); ++c)
+      t.closed[c] += s.closed[c].load(r);
+    t.rejected += s.rejected.load(r);
+    t.bad_input += s.bad_input.load(r);
+    t.inflight += s.inflight.load(r);
+    t.open_conns += s.open_conns.load(r);
+    t.busy += s.busy.load(r);
+  }
+  return t;
+}
+
+}  // namespace gearbox

@@ -1,0 +1,22 @@
+#include "daemon/router.h"
+
+namespace gearbox {
+
+Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
+    : info_(info) {
+  for (const RouteConfig& route : routes) {
+    routes_.emplace(route.path, MakeHandler(route, info_));
+  }
+  RouteConfig not_found;
+  not_found.handler = "text";
+  not_found.status = 404;
+  not_found.body = "not found\n";
+  not_found_ = MakeTextHandler(not_found, info_);
+}
+
+Handler* Router::Find(std::string_view path) const {
+  auto it = routes_.find(path);
+  return it == routes_.end() ? not_found_.get() : it->second.get();
+}
+
+}  // namespace gearbox

@@ -1,0 +1,301 @@
+#include "daemon/supervisor.h"
+
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <thread>
+
+#include "config/loader.h"
+#include "daemon/handlers/handlers.h"
+#include "daemon/listeners.h"
+#include "daemon/logging.h"
+#include "daemon/metrics/stats_reporter.h"
+#include "daemon/router.h"
+#include "models/model.h"
+
+namespace gearbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Generation {
+  int number = 0;
+  Config config;
+  std::shared_ptr<StatsRegion> stats;
+  std::unique_ptr<Model> model;
+};
+
+// An old generation draining in its own thread while the new one serves.
+struct Draining {
+  std::unique_ptr<Generation> generation;
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+
+ModelConfig ModelConfigOf(const Config& c) {
+  ModelConfig m;
+  m.server = c.server;
+  m.threadpool = c.threadpool;
+  m.prefork = c.prefork;
+  m.async = c.async;
+  m.limits = c.limits;
+  m.foreground = c.foreground;
+  return m;
+}
+
+uint64_t MonotonicUsec() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000u +
+         static_cast<uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+class Supervisor {
+ public:
+  Supervisor(Config config, std::string path)
+      : path_(std::move(path)), first_config_(std::move(config)) {}
+
+  int Run() {
+    auto acquired = AcquireListeners(first_config_.listen);
+    if (auto* e = std::get_if<std::string>(&acquired)) {
+      LogError("listen_failed", "error={}", LogQuote(*e));
+      return 1;
+    }
+    listeners_ = std::get<Listeners>(std::move(acquired));
+    for (const Listener& l : listeners_) {
+      if (l.protocol == Protocol::kFastCgi) {
+        LogError("listen_failed",
+                 "name={} address={} error=\"protocol fastcgi is not supported "
+                 "by this build yet\"",
+                 l.name, l.address);
+        return 1;
+      }
+      LogInfo("listening", "name={} address={} fd={} systemd={}", l.name,
+              l.address, l.fd, l.from_systemd);
+    }
+    std::string error;
+    current_ = StartGeneration(first_config_, &error);
+    if (!current_) {
+      LogError("start_failed", "error={}", LogQuote(error));
+      ReleaseListeners(listeners_);
+      return 1;
+    }
+    sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=%s serving (generation %d)",
+               getpid(), current_->config.server.model.c_str(),
+               current_->number);
+    reporter_ = std::make_unique<StatsReporter>();
+    int rc = Loop();
+    ReleaseListeners(listeners_);
+    return rc;
+  }
+
+ private:
+  std::unique_ptr<Generation> StartGeneration(const Config& config,
+                                              std::string* error) {
+    auto gen = std::make_unique<Generation>();
+    gen->number = ++generation_counter_;
+    gen->config = config;
+    gen->model = MakeModel(config.server.model);
+    if (!gen->model) {
+      *error = "unknown model " + config.server.model;
+      return nullptr;
+    }
+    ModelContext ctx;
+    ctx.config = ModelConfigOf(config);
+    ctx.listeners = &listeners_;
+    ctx.generation = gen->number;
+    gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
+    ctx.stats = gen->stats;
+    ServerInfo info;
+    info.model = config.server.model;
+    info.generation = gen->number;
+    info.started = started_;
+    info.stats = gen->stats;
+    ctx.router = std::make_shared<Router>(config.routes, info);
+    Status s = gen->model->Start(ctx);
+    if (!s.ok()) {
+      *error = s.error;
+      gen->model->Drain(Clock::now());
+      return nullptr;
+    }
+    LogInfo("generation_started", "gen={} model={} source={}", gen->number,
+            config.server.model, LogQuote(config.source));
+    return gen;
+  }
+
+  void Reload() {
+    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
+               static_cast<unsigned long long>(MonotonicUsec()));
+    ConfigVocabulary vocab{ModelNames(), HandlerNames()};
+    ConfigResult loaded = path_.empty()
+                              ? LoadConfigString(EmbeddedDefaultConfig(),
+                                                 "<embedded>", vocab)
+                              : LoadConfigFile(path_, vocab);
+    if (auto* e = std::get_if<ConfigError>(&loaded)) {
+      LogError("reload_failed", "error={} gen={} msg=\"keeping the running config\"",
+               LogQuote(e->ToString()), current_->number);
+      last_reload_error_ = e->ToString();
+      sd_notifyf(0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
+                 e->ToString().c_str(), current_->config.server.model.c_str(),
+                 current_->number);
+      return;
+    }
+    Config next = std::get<Config>(std::move(loaded));
+    next.foreground = first_config_.foreground;
+    bool listen_changed = next.listen.size() != first_config_.listen.size();
+    for (size_t i = 0; !listen_changed && i < next.listen.size(); ++i) {
+      listen_changed = next.listen[i].address != first_config_.listen[i].address ||
+                       next.listen[i].protocol != first_config_.listen[i].protocol;
+    }
+    if (listen_changed) {
+      LogWarn("reload_listen_unchanged",
+              "msg=\"[[listen]] changes take effect on restart; keeping the "
+              "current sockets\"");
+    }
+    next.listen = first_config_.listen;
+    SetLogLevel(next.log.level);
+    std::string error;
+    auto fresh = StartGeneration(next, &error);
+    if (!fresh) {
+      LogError("reload_failed", "error={} gen={}", LogQuote(error),
+               current_->number);
+      sd_notifyf(0, "READY=1\nSTATUS=reload failed: %s", error.c_str());
+      return;
+    }
+    // Both generations accept on the same sockets for a moment; then the old one
+    // stops accepting and finishes what it has.
+    std::unique_ptr<Generation> old = std::move(current_);
+    current_ = std::move(fresh);
+    BeginDrain(std::move(old));
+    last_reload_error_.clear();
+    sd_notifyf(0, "READY=1\nSTATUS=%s serving (generation %d)",
+               current_->config.server.model.c_str(), current_->number);
+  }
+
+  void BeginDrain(std::unique_ptr<Generation> gen) {
+    Draining d;
+    d.done = std::make_shared<std::atomic<bool>>(false);
+    Deadline deadline = Clock::now() + gen->config.server.graceful_timeout;
+    Model* model = gen->model.get();
+    int number = gen->number;
+    auto done = d.done;
+    d.generation = std::move(gen);
+    d.thread = std::thread([model, deadline, done, number] {
+      model->Drain(deadline);
+      LogInfo("generation_drained", "gen={}", number);
+      done->store(true);
+    });
+    draining_.push_back(std::move(d));
+  }
+
+  void ReapDrained() {
+    for (auto it = draining_.begin(); it != draining_.end();) {
+      it->generation->model->Maintain();
+      if (it->done->load()) {
+        it->thread.join();
+        it = draining_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void Stop(bool fast) {
+    sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+    const auto timeout =
+        fast ? Clock::duration::zero()
+             : std::chrono::duration_cast<Clock::duration>(
+                   current_->config.server.graceful_timeout);
+    LogInfo("stopping", "mode={} gen={} graceful_timeout_ms={}",
+            fast ? "fast" : "graceful", current_->number,
+            std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+    Deadline deadline = Clock::now() + timeout;
+    BeginDrain(std::move(current_));
+    // Tell systemd we are still making progress while a long drain runs.
+    while (!draining_.empty()) {
+      ReapDrained();
+      if (!draining_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (Clock::now() > deadline + std::chrono::seconds(5)) {
+        LogError("drain_stuck", "msg=\"drain overran its deadline; exiting\"");
+        _exit(1);
+      }
+    }
+    LogInfo("stopped", "msg=\"all generations drained\"");
+  }
+
+  int Loop() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+    uint64_t watchdog_usec = 0;
+    const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+    Clock::time_point next_watchdog = Clock::now();
+    Clock::time_point next_stats = Clock::now() + current_->config.metrics.interval;
+    for (;;) {
+      timespec ts{0, 100 * 1000 * 1000};
+      int sig = sigtimedwait(&set, nullptr, &ts);
+      if (sig == SIGTERM) {
+        Stop(false);
+        return 0;
+      }
+      if (sig == SIGINT || sig == SIGQUIT) {
+        Stop(true);
+        return 0;
+      }
+      if (sig == SIGHUP) {
+        LogInfo("reload_requested", "gen={}", current_->number);
+        Reload();
+        next_stats = Clock::now() + current_->config.metrics.interval;
+      }
+      current_->model->Maintain();
+      ReapDrained();
+      const auto now = Clock::now();
+      if (watchdog && now >= next_watchdog) {
+        sd_notify(0, "WATCHDOG=1");
+        next_watchdog = now + std::chrono::microseconds(watchdog_usec / 2);
+      }
+      if (now >= next_stats) {
+        std::string status = reporter_->Report(
+            current_->config.server.model, current_->number, *current_->stats,
+            current_->model->TotalWorkers());
+        if (!last_reload_error_.empty())
+          status += "; last reload failed: " + last_reload_error_;
+        sd_notifyf(0, "STATUS=%s", status.c_str());
+        next_stats = now + current_->config.metrics.interval;
+      }
+    }
+  }
+
+  std::string path_;
+  Config first_config_;
+  Listeners listeners_;
+  std::unique_ptr<Generation> current_;
+  std::list<Draining> draining_;
+  int generation_counter_ = 0;
+  std::string last_reload_error_;
+  std::unique_ptr<StatsReporter> reporter_;
+  const Clock::time_point started_ = Clock::now();
+};
+
+}  // namespace
+
+int RunSupervisor(Config config, std::string config_path) {
+  // Signals are taken synchronously by the supervisor thread: block them before any
+  // thread exists so every thread inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Supervisor supervisor(std::move(config), std::move(config_path));
+  return supervisor.Run();
+}
+
+}  // namespace gearbox

@@ -1,0 +1,80 @@
+#include "models/accept_util.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "daemon/logging.h"
+
+namespace gearbox {
+namespace {
+
+std::atomic<unsigned long> emfile_events{0};
+std::atomic<int64_t> last_log_s{0};
+
+void LogRateLimited(int listen_fd, int err) {
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  int64_t last = last_log_s.load(std::memory_order_relaxed);
+  if (now != last && last_log_s.compare_exchange_strong(last, now)) {
+    LogError("accept_failed", "call=\"accept4(fd={})\" error={}", listen_fd,
+             LogQuote(strerror(err)));
+  }
+}
+
+}  // namespace
+
+ReserveFd::ReserveFd() { Restore(); }
+ReserveFd::~ReserveFd() { Release(); }
+void ReserveFd::Release() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+void ReserveFd::Restore() {
+  if (fd_ < 0) fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+unsigned long EmfileEvents() { return emfile_events.load(); }
+
+int AcceptConnection(int listen_fd, ReserveFd& reserve) {
+  for (;;) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      int one = 1;
+      // Fails harmlessly (EOPNOTSUPP) on unix sockets.
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return fd;
+    }
+    switch (errno) {
+      case EINTR:
+      case ECONNABORTED:
+      case EPROTO:
+        continue;
+      case EAGAIN:
+        return -1;
+      case EMFILE:
+      case ENFILE: {
+        emfile_events.fetch_add(1, std::memory_order_relaxed);
+        LogRateLimited(listen_fd, errno);
+        reserve.Release();
+        int victim = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (victim >= 0) close(victim);
+        reserve.Restore();
+        return -1;
+      }
+      default:
+        LogRateLimited(listen_fd, errno);
+        return -1;
+    }
+  }
+}
+
+}  // namespace gearbox

@@ -1,0 +1,262 @@
+#include "models/blocking_connection.h"
+
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "daemon/logging.h"
+#include "models/request_cycle.h"
+
+namespace gearbox {
+namespace {
+
+constexpr size_t kReadChunk = 16384;
+constexpr size_t kFlushThreshold = 65536;  // pipelined responses batch up to this
+
+int MillisUntil(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - Clock::now())
+                  .count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left + 1, 1 << 30));
+}
+
+// Waits until `fd` is ready for `events` or the deadline passes. Returns false on
+// timeout; true when ready (or on error/hangup, which the next I/O call reports).
+bool WaitFor(int fd, short events, Clock::time_point deadline) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    int ms = MillisUntil(deadline);
+    int n = poll(&p, 1, ms);
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return true;
+  }
+}
+
+enum class WriteResult { kOk, kTimeout, kError };
+
+WriteResult WriteAll(BlockingConnection& conn, const LimitsConfig& limits,
+                     WorkerStats& stats) {
+  size_t off = 0;
+  Clock::time_point deadline{};
+  bool armed = false;
+  while (off < conn.out.size()) {
+    ssize_t n = send(conn.fd, conn.out.data() + off, conn.out.size() - off,
+                     MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // The send timeout bounds the whole response, not each chunk: a client that
+      // reads one byte a second cannot hold the worker forever.
+      if (!armed) {
+        deadline = Clock::now() + limits.send_timeout;
+        armed = true;
+      }
+      if (!WaitFor(conn.fd, POLLOUT, deadline)) return WriteResult::kTimeout;
+      continue;
+    }
+    return WriteResult::kError;
+  }
+  (void)stats;
+  conn.out.clear();
+  return WriteResult::kOk;
+}
+
+// Serves one complete request: handler steps with sleeps, then the response.
+// Returns true when the connection must close after the response.
+bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
+  WorkerStats& stats = *ctx.stats;
+  std::unique_ptr<Exchange> exchange =
+      BeginRequest(*ctx.router, conn.request, stats);
+  conn.response.Reset();
+  for (;;) {
+    Step step = exchange->Resume(conn.response);
+    if (step.done()) break;
+    // Responses already produced for pipelined requests go out before we wait.
+    if (!conn.out.empty() &&
+        WriteAll(conn, *ctx.limits, stats) != WriteResult::kOk) {
+      conn.response.close = true;
+    }
+    if (!ctx.sleeper->SleepFor(*step.wait)) {
+      conn.response.Reset();
+      conn.response.status = 503;
+      conn.response.body = "stopping\n";
+      conn.response.close = true;
+      break;
+    }
+  }
+  const bool draining =
+      ctx.draining && ctx.draining->load(std::memory_order_relaxed);
+  return FinishRequest(*conn.codec, conn.request, conn.response, draining,
+                       conn.out, stats);
+}
+
+}  // namespace
+
+bool RealSleeper::SleepFor(std::chrono::microseconds d) {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = ts.tv_nsec + d.count() * 1000;
+  ts.tv_sec += ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+  return true;
+}
+
+BlockingConnection::BlockingConnection(int fd, Protocol protocol,
+                                       const LimitsConfig& limits)
+    : fd(fd), codec(MakeCodec(protocol, limits)) {}
+
+BlockingConnection::~BlockingConnection() {
+  if (fd >= 0) close(fd);
+}
+
+void CloseBlocking(BlockingConnection& conn, WorkerStats& stats,
+                   CloseReason reason) {
+  if (conn.fd >= 0) {
+    close(conn.fd);
+    conn.fd = -1;
+    stats.CountClose(reason);
+  }
+}
+
+void SendAndForget(int fd, std::string_view bytes) {
+  // One try: the socket buffer of a fresh connection always has room for this.
+  ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)n;
+}
+
+ConnectionOutcome ServeBlocking(BlockingConnection& conn,
+                                const BlockingContext& ctx,
+                                const IdlePolicy& idle) {
+  WorkerStats& stats = *ctx.stats;
+  const LimitsConfig& limits = *ctx.limits;
+  auto finish = [&](CloseReason reason) {
+    if (!conn.out.empty()) WriteAll(conn, limits, stats);
+    CloseBlocking(conn, stats, reason);
+    return ConnectionOutcome::kClosed;
+  };
+  std::vector<pollfd> idle_fds;
+  for (;;) {
+    // 1. Serve every complete request already buffered (pipelining: responses
+    //    are appended in request order and written together).
+    for (;;) {
+      ServerCodec::Result r = conn.codec->Parse(conn.in.view(), conn.request,
+                                                conn.out);
+      if (r.status == ServerCodec::Status::kIncomplete) break;
+      if (r.status == ServerCodec::Status::kError) {
+        Bump(stats.bad_input);
+        if (r.error_status) stats.CountStatus(r.error_status);
+        return finish(CloseReason::kError);
+      }
+      if (r.status == ServerCodec::Status::kClose) {
+        return finish(CloseReason::kClient);
+      }
+      conn.in_request = false;
+      conn.body_armed = false;
+      bool close = RunRequest(conn, ctx);
+      conn.in.Consume(r.consumed);
+      if (close) {
+        const bool draining =
+            ctx.draining && ctx.draining->load(std::memory_order_relaxed);
+        return finish(draining ? CloseReason::kDrain : CloseReason::kServer);
+      }
+      if (conn.out.size() >= kFlushThreshold) break;
+    }
+    // 2. Flush before blocking on the next read.
+    if (!conn.out.empty()) {
+      WriteResult w = WriteAll(conn, limits, stats);
+      if (w == WriteResult::kTimeout) return finish(CloseReason::kHeaderTimeout);
+      if (w == WriteResult::kError) return finish(CloseReason::kClient);
+    }
+    // 3. Wait for more bytes: idle between requests, or inside one.
+    const bool in_request = conn.codec->InRequest() || !conn.in.empty();
+    if (!in_request) {
+      conn.in_request = false;
+      if (ctx.draining && ctx.draining->load(std::memory_order_relaxed)) {
+        return finish(CloseReason::kDrain);
+      }
+      if (idle.park) {
+        // Peek without blocking; park the connection if nothing is there yet.
+        char* tail = conn.in.Reserve(kReadChunk);
+        ssize_t n = recv(conn.fd, tail, conn.in.writable(), MSG_DONTWAIT);
+        if (n > 0) {
+          conn.in.Commit(static_cast<size_t>(n));
+          Bump(stats.bytes_in, static_cast<uint64_t>(n));
+          conn.in_request = true;
+          conn.deadline = Clock::now() + limits.header_timeout;
+          continue;
+        }
+        if (n == 0) return finish(CloseReason::kClient);
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          conn.in.Release();
+          return ConnectionOutcome::kParked;
+        }
+        return finish(CloseReason::kClient);
+      }
+      // Prefork: hold the connection, but give it up when another client waits.
+      idle_fds.clear();
+      idle_fds.push_back({conn.fd, POLLIN, 0});
+      for (int l : idle.listeners) idle_fds.push_back({l, POLLIN, 0});
+      Clock::time_point idle_deadline = Clock::now() + limits.idle_timeout;
+      bool readable = false;
+      while (!readable) {
+        int n = poll(idle_fds.data(), idle_fds.size(), MillisUntil(idle_deadline));
+        if (n == 0) return finish(CloseReason::kIdleTimeout);
+        if (n < 0) {
+          if (errno != EINTR) return finish(CloseReason::kError);
+          if (ctx.draining && ctx.draining->load(std::memory_order_relaxed))
+            return finish(CloseReason::kDrain);
+          continue;
+        }
+        if (idle_fds[0].revents) {
+          readable = true;
+        } else {
+          return finish(CloseReason::kServer);  // a new client is queued
+        }
+      }
+    } else if (!conn.in_request) {
+      conn.in_request = true;
+      conn.deadline = Clock::now() + limits.header_timeout;
+    }
+    char* tail = conn.in.Reserve(kReadChunk);
+    ssize_t n = recv(conn.fd, tail, conn.in.writable(), 0);
+    if (n > 0) {
+      conn.in.Commit(static_cast<size_t>(n));
+      Bump(stats.bytes_in, static_cast<uint64_t>(n));
+      if (!conn.in_request) {
+        conn.in_request = true;
+        conn.deadline = Clock::now() + limits.header_timeout;
+      }
+      continue;
+    }
+    if (n == 0) return finish(CloseReason::kClient);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return finish(CloseReason::kClient);
+    if (conn.in_request && conn.codec->InBody() && !conn.body_armed) {
+      // The head arrived in time; the whole body gets its own bound from here
+      // (set once, not per read: a trickling body cannot extend it).
+      conn.body_armed = true;
+      conn.deadline = Clock::now() + limits.body_timeout;
+    }
+    if (!WaitFor(conn.fd, POLLIN, conn.in_request ? conn.deadline
+                                                  : Clock::now() + limits.idle_timeout)) {
+      if (conn.in_request) {
+        // 408 still makes sense: the client is mid-request and may read it.
+        conn.codec->AppendError(408, {}, conn.out);
+        stats.CountStatus(408);
+        return finish(CloseReason::kHeaderTimeout);
+      }
+      return finish(CloseReason::kIdleTimeout);
+    }
+  }
+}
+
+}  // namespace gearbox

@@ -1,0 +1,94 @@
+// The blocking connection loop shared by `prefork` and `threadpool`:
+// read -> codec -> handler steps (sleeping through waits) -> write, until the
+// connection closes or (threadpool) goes idle and is handed back to the poller.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "config/config.h"
+#include "daemon/buffer.h"
+#include "daemon/codec.h"
+#include "daemon/metrics/worker_stats.h"
+#include "daemon/router.h"
+
+namespace gearbox {
+
+using Clock = std::chrono::steady_clock;
+
+// How a blocking worker waits out a handler's Step::WaitFor. Injectable for tests
+// and interruptible for a forced stop.
+class Sleeper {
+ public:
+  virtual ~Sleeper() = default;
+  // Returns false when the sleep was cut short because the model is aborting.
+  virtual bool SleepFor(std::chrono::microseconds d) = 0;
+};
+
+// clock_nanosleep, resumed after signals: the request in hand is always finished.
+class RealSleeper final : public Sleeper {
+ public:
+  bool SleepFor(std::chrono::microseconds d) override;
+};
+
+struct BlockingConnection {
+  BlockingConnection(int fd, Protocol protocol, const LimitsConfig& limits);
+  ~BlockingConnection();
+  BlockingConnection(const BlockingConnection&) = delete;
+  BlockingConnection& operator=(const BlockingConnection&) = delete;
+
+  int fd;
+  std::unique_ptr<ServerCodec> codec;
+  Buffer in;
+  std::string out;
+  Request request;
+  Response response;
+  Clock::time_point deadline{};  // of the current request phase (head or body)
+  bool in_request = false;       // the deadline above is armed
+  bool body_armed = false;       // the deadline is the body's (body_timeout)
+  // Threadpool bookkeeping while parked in the poller (intrusive idle list).
+  Clock::time_point idle_since{};
+  BlockingConnection* prev = nullptr;
+  BlockingConnection* next = nullptr;
+  bool parked = false;
+};
+
+struct BlockingContext {
+  const Router* router = nullptr;
+  const LimitsConfig* limits = nullptr;
+  WorkerStats* stats = nullptr;
+  const std::atomic<bool>* draining = nullptr;  // finish this request, then close
+  Sleeper* sleeper = nullptr;
+};
+
+// What to do when a keep-alive connection has no request in progress.
+struct IdlePolicy {
+  // threadpool: return kParked instead of blocking, so idle clients pin no thread.
+  bool park = false;
+  // prefork: while idle, also watch these listening fds and close the idle
+  // connection as soon as another client is waiting (one connection per child).
+  std::span<const int> listeners;
+};
+
+enum class ConnectionOutcome { kClosed, kParked };
+
+// Serves requests on `conn` until it closes (the fd is closed and counted) or is
+// parked. Blocking I/O with deadlines: header/body/send timeouts from `limits`.
+ConnectionOutcome ServeBlocking(BlockingConnection& conn,
+                                const BlockingContext& context,
+                                const IdlePolicy& idle);
+
+// Closes the fd and counts the reason.
+void CloseBlocking(BlockingConnection& conn, WorkerStats& stats,
+                   CloseReason reason);
+
+// Best-effort non-blocking answer on a connection nobody will serve (503 on a full
+// queue); then the caller closes it.
+void SendAndForget(int fd, std::string_view bytes);
+
+}  // namespace gearbox

@@ -1,0 +1,62 @@
+// The model seam: how requests get workers. One file per model, one table
+// (registry.cc) that lists them. A model never learns which handler it runs.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "daemon/listeners.h"
+#include "daemon/metrics/worker_stats.h"
+#include "daemon/router.h"
+
+namespace gearbox {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+struct Status {
+  std::string error;  // empty == ok
+  bool ok() const { return error.empty(); }
+  static Status Ok() { return {}; }
+  static Status Error(std::string message) { return {std::move(message)}; }
+};
+
+// Everything a generation shares with its model.
+struct ModelContext {
+  const Listeners* listeners = nullptr;   // owned by the supervisor, outlive models
+  std::shared_ptr<const Router> router;
+  std::shared_ptr<StatsRegion> stats;     // size >= SlotsNeeded(config)
+  ModelConfig config;
+  int generation = 1;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // The TOML value that selects this model.
+  virtual std::string_view Name() const = 0;
+  // Stats slots the model writes to for this config (one per worker, plus extras).
+  virtual size_t SlotsNeeded(const ModelConfig& config) const = 0;
+  // Returns once the model is accepting on the listeners (that is when READY=1 may
+  // go out), or an error naming the failed call.
+  virtual Status Start(const ModelContext& context) = 0;
+  // Supervisor housekeeping, called from the supervisor thread at least every
+  // 100 ms and on SIGCHLD (prefork reaps and respawns its children here).
+  virtual void Maintain() {}
+  // Stops accepting, closes idle connections, finishes in-flight requests; returns
+  // when done or at the deadline (then aborts what is left). Two generations (old
+  // draining, new serving) may coexist. Safe to call from any thread, once.
+  virtual void Drain(Deadline deadline) = 0;
+  // Busy and total workers (threads, children, loops), for the stats line.
+  virtual int TotalWorkers() const = 0;
+};
+
+// The only list of models. Returns null for an unknown name.
+std::unique_ptr<Model> MakeModel(std::string_view name);
+// Names in table order: "prefork", "threadpool", "async".
+std::span<const std::string_view> ModelNames();
+
+}  // namespace gearbox

@@ -1,0 +1,32 @@
+// The one table of concurrency models (libevent's eventops[], nginx's `use epoll;`).
+// Nothing registers itself from a static initializer: Bazel would drop the object.
+#include "models/model.h"
+#include "models/thread_pool_model.h"
+
+namespace gearbox {
+namespace {
+
+struct ModelKind {
+  std::string_view name;
+  std::unique_ptr<Model> (*make)();
+};
+
+constexpr ModelKind kModelTable[] = {
+    {"threadpool", &MakeThreadPoolModel},
+};
+
+constexpr std::string_view kModelNames[] = {"threadpool"};
+static_assert(std::size(kModelNames) == std::size(kModelTable));
+
+}  // namespace
+
+std::unique_ptr<Model> MakeModel(std::string_view name) {
+  for (const ModelKind& kind : kModelTable) {
+    if (kind.name == name) return kind.make();
+  }
+  return nullptr;
+}
+
+std::span<const std::string_view> ModelNames() { return kModelNames; }
+
+}  // namespace gearbox

@@ -1,0 +1,398 @@
+// Design (gunicorn gthread / Apache event, with memcached's queue + wake-up):
+//  - The poller thread owns accept() and every idle connection. Idle keep-alive
+//    connections sit in epoll (EPOLLONESHOT), not in a thread, so 10,000 idle
+//    clients pin no worker.
+//  - A readable connection goes through a bounded queue to a worker, which serves
+//    it with blocking I/O until it is idle again, then hands it back (return list +
+//    eventfd wake-up).
+//  - A full queue is answered at once with 503 + Retry-After + close: overload is
+//    explicit and memory stays bounded.
+#include "models/thread_pool_model.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "daemon/logging.h"
+#include "models/accept_util.h"
+#include "models/blocking_connection.h"
+
+namespace gearbox {
+namespace {
+
+constexpr uint64_t kListenerTag = 1ull << 63;
+constexpr uint64_t kWakeTag = 1ull << 62;
+
+// A per-worker sleeper that a forced stop can interrupt.
+class InterruptibleSleeper final : public Sleeper {
+ public:
+  bool SleepFor(std::chrono::microseconds d) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    return !cv_.wait_for(lock, d, [this] { return aborted_; });
+  }
+  void Abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool aborted_ = false;
+};
+
+class ThreadPoolModel final : public Model {
+ public:
+  ~ThreadPoolModel() override {
+    if (started_) Drain(Clock::now());
+  }
+
+  std::string_view Name() const override { return "threadpool"; }
+
+  size_t SlotsNeeded(const ModelConfig& config) const override {
+    return 1 + static_cast<size_t>(Threads(config));
+  }
+
+  int TotalWorkers() const override { return static_cast<int>(workers_.size()); }
+
+  Status Start(const ModelContext& ctx) override {
+    ctx_ = ctx;
+    limits_ = ctx.config.limits;
+    queue_capacity_ = static_cast<size_t>(ctx.config.threadpool.queue);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) return Status::Error(std::string("epoll_create1: ") + strerror(errno));
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return Status::Error(std::string("eventfd: ") + strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    if (Status s = SetListening(true); !s.ok()) return s;
+    const int threads = Threads(ctx.config);
+    sleepers_.resize(static_cast<size_t>(threads));
+    current_fd_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads));
+    for (int i = 0; i < threads; ++i) {
+      sleepers_[static_cast<size_t>(i)] = std::make_unique<InterruptibleSleeper>();
+      current_fd_[static_cast<size_t>(i)].store(-1);
+      workers_.emplace_back([this, i] { WorkerLoop(i); });
+    }
+    poller_ = std::thread([this] { PollerLoop(); });
+    started_ = true;
+    LogInfo("model_started", "model=threadpool gen={} threads={} queue={}",
+            ctx.generation, threads, queue_capacity_);
+    return Status::Ok();
+  }
+
+  void Drain(Deadline deadline) override {
+    if (!started_) return;
+    started_ = false;
+    draining_.store(true);
+    Wake();
+    {
+      // Finish what is queued or in hand; the poller stops accepting and closes
+      // idle connections when it sees draining_.
+      std::unique_lock<std::mutex> lock(mu_);
+      drained_cv_.wait_until(lock, deadline, [this] {
+        return queue_.empty() && active_ == 0 && poller_drained_;
+      });
+      stop_ = true;
+    }
+    queue_cv_.notify_all();
+    if (Clock::now() >= deadline) {
+      // Out of time: cut sleeps short and unblock workers stuck in I/O.
+      for (auto& s : sleepers_) s->Abort();
+      for (size_t i = 0; i < workers_.size(); ++i) {
+        int fd = current_fd_[i].load();
+        if (fd >= 0) shutdown(fd, SHUT_RDWR);
+      }
+    }
+    for (auto& t : workers_) t.join();
+    poller_stop_.store(true);
+    Wake();
+    poller_.join();
+    // Anything still queued or parked is closed now.
+    for (BlockingConnection* c : queue_) Close(c, CloseReason::kDrain, AcceptorStats());
+    queue_.clear();
+    while (idle_head_) {
+      BlockingConnection* c = idle_head_;
+      Unlink(c);
+      Close(c, CloseReason::kDrain, AcceptorStats());
+    }
+    close(epoll_fd_);
+    close(wake_fd_);
+    LogInfo("model_drained", "model=threadpool gen={}", ctx_.generation);
+  }
+
+ private:
+  static int Threads(const ModelConfig& c) {
+    return c.foreground ? 1 : c.threadpool.threads;
+  }
+  WorkerStats& AcceptorStats() { return ctx_.stats->Slot(0); }
+
+  void Wake() {
+    uint64_t one = 1;
+    ssize_t n = write(wake_fd_, &one, sizeof(one));
+    (void)n;
+  }
+
+  Status SetListening(bool on) {
+    for (size_t i = 0; i < ctx_.listeners->size(); ++i) {
+      int fd = (*ctx_.listeners)[i].fd;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerTag | i;
+      int rc = epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+      if (rc != 0 && on) {
+        return Status::Error("epoll_ctl(ADD, fd=" + std::to_string(fd) +
+                             "): " + strerror(errno));
+      }
+    }
+    listening_ = on;
+    return Status::Ok();
+  }
+
+  void Close(BlockingConnection* c, CloseReason reason, WorkerStats& stats) {
+    CloseBlocking(*c, stats, reason);
+    delete c;
+    open_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // --- poller thread -------------------------------------------------------
+
+  void PollerLoop() {
+    std::vector<epoll_event> events(256);
+    std::vector<BlockingConnection*> returned;
+    while (!poller_stop_.load()) {
+      if (draining_.load() && !poller_drained_local_) {
+        if (listening_) SetListening(false);
+        while (idle_head_) {  // idle keep-alive clients: closed at once
+          BlockingConnection* c = idle_head_;
+          Unlink(c);
+          Close(c, CloseReason::kDrain, AcceptorStats());
+        }
+        poller_drained_local_ = true;
+        std::lock_guard<std::mutex> lock(mu_);
+        poller_drained_ = true;
+        drained_cv_.notify_all();
+      }
+      const bool at_cap =
+          open_.load(std::memory_order_relaxed) >= limits_.max_connections;
+      if (!draining_.load()) {
+        // Backpressure: at max_connections stop accepting; the kernel backlog
+        // absorbs the burst until connections close.
+        if (at_cap && listening_) SetListening(false);
+        if (!at_cap && !listening_) SetListening(true);
+      }
+      int timeout_ms = IdleTimeoutMs();
+      if (!listening_ && !draining_.load()) timeout_ms = std::min(timeout_ms, 50);
+      int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                         timeout_ms);
+      if (n < 0 && errno != EINTR) {
+        LogError("epoll_wait_failed", "epfd={} error={}", epoll_fd_,
+                 LogQuote(strerror(errno)));
+        continue;
+      }
+      for (int i = 0; i < n; ++i) {
+        uint64_t tag = events[static_cast<size_t>(i)].data.u64;
+        if (tag == kWakeTag) {
+          uint64_t v;
+          ssize_t r = read(wake_fd_, &v, sizeof(v));
+          (void)r;
+        } else if (tag & kListenerTag) {
+          if (listening_) AcceptFrom(tag & ~kListenerTag);
+        } else {
+          auto* c = reinterpret_cast<BlockingConnection*>(tag);
+          Unlink(c);
+          Dispatch(c);
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        returned.swap(returned_);
+      }
+      for (BlockingConnection* c : returned) Park(c);
+      returned.clear();
+      ExpireIdle();
+    }
+  }
+
+  void AcceptFrom(size_t index) {
+    const Listener& l = (*ctx_.listeners)[index];
+    WorkerStats& stats = AcceptorStats();
+    for (int batch = 0; batch < 64; ++batch) {
+      if (open_.load(std::memory_order_relaxed) >= limits_.max_connections) return;
+      int fd = AcceptConnection(l.fd, reserve_fd_);
+      if (fd < 0) return;  // EAGAIN, or an error already logged
+      Bump(stats.accepted);
+      open_.fetch_add(1, std::memory_order_relaxed);
+      auto* c = new BlockingConnection(fd, l.protocol, limits_);
+      Dispatch(c);
+    }
+  }
+
+  // Queue the connection for a worker, or refuse it with 503 when the queue is full.
+  void Dispatch(BlockingConnection* c) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.size() < queue_capacity_ && !stop_) {
+        queue_.push_back(c);
+        if (queue_.size() > queue_high_) queue_high_ = queue_.size();
+        queue_cv_.notify_one();
+        return;
+      }
+    }
+    WorkerStats& stats = AcceptorStats();
+    std::string out;
+    c->codec->AppendError(503, "Retry-After: 1\r\n", out);
+    SendAndForget(c->fd, out);
+    Bump(stats.rejected);
+    stats.CountStatus(503);
+    Close(c, CloseReason::kServer, stats);
+  }
+
+  void Park(BlockingConnection* c) {
+    if (draining_.load()) {
+      Close(c, CloseReason::kDrain, AcceptorStats());
+      return;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.ptr = c;
+    // Each connection is added once and re-armed with MOD afterwards.
+    int op = c->idle_since == Clock::time_point{} ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (epoll_ctl(epoll_fd_, op, c->fd, &ev) != 0) {
+      Close(c, CloseReason::kError, AcceptorStats());
+      return;
+    }
+    c->idle_since = Clock::now();
+    // Append to the idle list: every connection gets the same idle_timeout, so the
+    // list is ordered by expiry and expiring is O(1) per connection.
+    c->prev = idle_tail_;
+    c->next = nullptr;
+    if (idle_tail_) idle_tail_->next = c; else idle_head_ = c;
+    idle_tail_ = c;
+    c->parked = true;
+  }
+
+  void Unlink(BlockingConnection* c) {
+    if (!c->parked) return;
+    if (c->prev) c->prev->next = c->next; else idle_head_ = c->next;
+    if (c->next) c->next->prev = c->prev; else idle_tail_ = c->prev;
+    c->prev = c->next = nullptr;
+    c->parked = false;
+  }
+
+  int IdleTimeoutMs() const {
+    if (!idle_head_) return 1000;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    idle_head_->idle_since + limits_.idle_timeout - Clock::now())
+                    .count();
+    return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 1000));
+  }
+
+  void ExpireIdle() {
+    const Clock::time_point now = Clock::now();
+    while (idle_head_ && idle_head_->idle_since + limits_.idle_timeout <= now) {
+      BlockingConnection* c = idle_head_;
+      Unlink(c);
+      Close(c, CloseReason::kIdleTimeout, AcceptorStats());
+    }
+  }
+
+  // --- worker threads ------------------------------------------------------
+
+  void WorkerLoop(int index) {
+    const size_t slot = 1 + static_cast<size_t>(index);
+    WorkerStats& stats = ctx_.stats->Slot(slot);
+    stats.tid.store(static_cast<int32_t>(gettid()));
+    BlockingContext bc;
+    bc.router = ctx_.router.get();
+    bc.limits = &limits_;
+    bc.stats = &stats;
+    bc.draining = &draining_;
+    bc.sleeper = sleepers_[static_cast<size_t>(index)].get();
+    const IdlePolicy park{.park = true, .listeners = {}};
+    for (;;) {
+      BlockingConnection* c;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop_ and nothing left
+        c = queue_.front();
+        queue_.pop_front();
+        ++active_;
+      }
+      current_fd_[static_cast<size_t>(index)].store(c->fd);
+      ConnectionOutcome outcome = ServeBlocking(*c, bc, park);
+      current_fd_[static_cast<size_t>(index)].store(-1);
+      if (outcome == ConnectionOutcome::kClosed) {
+        delete c;
+        open_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      bool wake = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --active_;
+        if (outcome == ConnectionOutcome::kParked) {
+          returned_.push_back(c);
+          wake = true;
+        }
+        if (draining_.load() && queue_.empty() && active_ == 0)
+          drained_cv_.notify_all();
+      }
+      if (wake || draining_.load() || !listening_) Wake();
+    }
+  }
+
+  ModelContext ctx_;
+  LimitsConfig limits_;
+  size_t queue_capacity_ = 0;
+  bool started_ = false;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  ReserveFd reserve_fd_;
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> poller_stop_{false};
+  std::atomic<int64_t> open_{0};
+  bool listening_ = false;  // poller thread only (and Start)
+
+  std::mutex mu_;  // guards queue_, returned_, active_, stop_, poller_drained_
+  std::condition_variable queue_cv_;
+  std::condition_variable drained_cv_;
+  std::deque<BlockingConnection*> queue_;
+  size_t queue_high_ = 0;
+  std::vector<BlockingConnection*> returned_;
+  int active_ = 0;
+  bool stop_ = false;
+  bool poller_drained_ = false;
+  bool poller_drained_local_ = false;
+
+  BlockingConnection* idle_head_ = nullptr;  // poller thread only
+  BlockingConnection* idle_tail_ = nullptr;
+
+  std::vector<std::unique_ptr<InterruptibleSleeper>> sleepers_;
+  std::unique_ptr<std::atomic<int>[]> current_fd_;
+  std::vector<std::thread> workers_;
+  std::thread poller_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> MakeThreadPoolModel() {
+  return std::make_unique<ThreadPoolModel>();
+}
+
+}  // namespace gearbox
