@@ -161,6 +161,28 @@ std::variant<Listeners, std::string> AcquireListeners(
   return out;
 }
 
+std::string BoundAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char host[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET) {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+    return std::string(host) + ":" + std::to_string(ntohs(s4->sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(s6->sin6_port));
+  }
+  if (ss.ss_family == AF_UNIX) {
+    auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
+    return "unix:" + std::string(sun->sun_path);
+  }
+  return "?";
+}
+
 void ReleaseListeners(Listeners& listeners) {
   for (Listener& l : listeners) {
     if (l.fd >= 0) close(l.fd);

@@ -26,6 +26,10 @@ using Listeners = std::vector<Listener>;
 std::variant<Listeners, std::string> AcquireListeners(
     const std::vector<ListenConfig>& config);
 
+// The address a listening fd is bound to, e.g. "127.0.0.1:43121" (the real port
+// when the config asked for port 0) or "unix:/run/gearbox/http.sock".
+std::string BoundAddress(int fd);
+
 // Closes the fds (and unlinks unix sockets gearboxd created itself).
 void ReleaseListeners(Listeners& listeners);
 

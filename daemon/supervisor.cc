@@ -77,8 +77,8 @@ class Supervisor {
                  l.name, l.address);
         return 1;
       }
-      LogInfo("listening", "name={} address={} fd={} systemd={}", l.name,
-              l.address, l.fd, l.from_systemd);
+      LogInfo("listening", "name={} address={} bound={} fd={} systemd={}",
+              l.name, l.address, BoundAddress(l.fd), l.fd, l.from_systemd);
     }
     std::string error;
     current_ = StartGeneration(first_config_, &error);
