@@ -1,0 +1,103 @@
+// Typed, validated gearbox configuration. Models and handlers only ever see these
+// structs; TOML stays inside config/.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gearbox {
+
+using Duration = std::chrono::microseconds;
+
+enum class Protocol { kHttp, kFastCgi };
+
+struct ListenConfig {
+  std::string address;   // as written: "HOST:PORT", "[::1]:PORT" or "unix:/path"
+  Protocol protocol = Protocol::kHttp;
+  std::string name;      // systemd FileDescriptorName=; defaults to the protocol name
+  int backlog = 511;     // listen(2) backlog when gearboxd binds the socket itself
+  uint32_t unix_mode = 0660;  // file mode for unix sockets gearboxd creates
+};
+
+struct ServerConfig {
+  std::string model = "threadpool";
+  Duration graceful_timeout = std::chrono::seconds(30);
+};
+
+struct ThreadPoolConfig {
+  int threads = 64;
+  int queue = 1024;
+};
+
+struct PreforkConfig {
+  int workers = 4;
+  int64_t max_requests = 0;  // 0 = never recycle
+};
+
+struct AsyncConfig {
+  int loops = 1;
+};
+
+struct LimitsConfig {
+  Duration header_timeout = std::chrono::seconds(10);
+  Duration idle_timeout = std::chrono::seconds(75);
+  Duration body_timeout = std::chrono::seconds(30);
+  Duration send_timeout = std::chrono::seconds(30);
+  int64_t max_header_bytes = 16384;
+  int64_t max_body_bytes = 1048576;
+  int64_t max_connections = 10000;
+};
+
+struct LogConfig {
+  std::string level = "info";  // trace|debug|info|warn|error|critical|off
+  bool access = false;
+  std::optional<Duration> slow;  // log requests slower than this
+};
+
+struct MetricsConfig {
+  Duration interval = std::chrono::seconds(10);
+};
+
+// One [[route]]: an exact path mapped to a handler with its parameters.
+struct RouteConfig {
+  std::string path;
+  std::string handler;  // text | wait | burn | echo | status
+  // Handler parameters, already type-checked by the loader for the named handler.
+  std::string body = "";            // text
+  int status = 200;                 // text
+  std::string content_type = "text/plain";  // text
+  int64_t ms = 0;                   // wait: default wait
+  int64_t max_ms = 10000;           // wait: cap for ?ms=N
+  int64_t us = 0;                   // burn: default CPU time
+  int64_t max_us = 1000000;         // burn: cap for ?us=N
+};
+
+struct Config {
+  std::string source = "<embedded>";  // file the config came from
+  ServerConfig server;
+  std::vector<ListenConfig> listen;
+  ThreadPoolConfig threadpool;
+  PreforkConfig prefork;
+  AsyncConfig async;
+  LimitsConfig limits;
+  LogConfig log;
+  MetricsConfig metrics;
+  std::vector<RouteConfig> routes;
+  bool foreground = false;  // set from the CLI (-F): single worker for a debugger
+};
+
+// The subset of Config a model needs, by value so a generation owns its copy.
+struct ModelConfig {
+  ServerConfig server;
+  ThreadPoolConfig threadpool;
+  PreforkConfig prefork;
+  AsyncConfig async;
+  LimitsConfig limits;
+  bool foreground = false;
+};
+
+}  // namespace gearbox

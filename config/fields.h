@@ -1,0 +1,87 @@
+// Readers for one TOML value each: type check, range check, store. A reader
+// returns nullopt on success or a complaint ("expected an integer, got string
+// \"64\""); the loader adds the position and the "[section] key: " prefix.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace gearbox::config_internal {
+
+using Reader = std::function<std::optional<std::string>(const toml::node&)>;
+
+struct Field {
+  std::string_view name;
+  Reader read;
+};
+
+// "a, b, c"
+std::string Join(std::span<const std::string_view> names);
+std::string FieldNames(const std::vector<Field>& fields);
+
+// A table's entries in file order (toml::table is a map, sorted by key).
+std::vector<std::pair<const toml::key*, const toml::node*>> InSourceOrder(
+    const toml::table& table);
+
+// A value for messages: `string "x"`, `integer 5`, `a table`.
+std::string Describe(const toml::node& node);
+
+std::optional<std::string> ReadInt(const toml::node& node, int64_t min,
+                                   int64_t max, int64_t* out);
+std::optional<std::string> ReadDuration(const toml::node& node, Duration min,
+                                        Duration max, Duration* out);
+
+// An integer in [min, max].
+template <typename T>
+Reader Int(T* out, int64_t min, int64_t max) {
+  return [=](const toml::node& node) {
+    int64_t value = 0;
+    auto complaint = ReadInt(node, min, max, &value);
+    if (!complaint) *out = static_cast<T>(value);
+    return complaint;
+  };
+}
+
+// A duration string in [min, max]; T is Duration or std::optional<Duration>.
+template <typename T>
+Reader Dur(T* out, Duration min, Duration max) {
+  return [=](const toml::node& node) {
+    Duration value{};
+    auto complaint = ReadDuration(node, min, max, &value);
+    if (!complaint) *out = value;
+    return complaint;
+  };
+}
+
+Reader Str(std::string* out);
+Reader Bool(bool* out);
+// One of valid; what names it in the complaint: "unknown model \"x\" (valid:
+// ...)".
+Reader OneOf(std::span<const std::string_view> valid, std::string_view what,
+             std::string* out);
+// A listen address (see CheckAddress).
+Reader Address(std::string* out);
+// A systemd FileDescriptorName=: 1..255 ASCII characters, no control or ':'.
+Reader SocketName(std::string* out);
+// Permission bits 0..0o777 (TOML octal 0o660, or decimal 432).
+Reader FileMode(uint32_t* out);
+// An exact request path: starts with '/', no '?', '#', spaces or control chars.
+Reader RoutePath(std::string* out);
+// A string safe to put in a response header (no control characters), non-empty.
+Reader HeaderValue(std::string* out);
+
+// The keys of one [[listen]]; address is required, name defaults elsewhere.
+std::vector<Field> ListenFields(ListenConfig* listen);
+// The keys of a [[route]] whose handler is already set: path, handler, and the
+// parameters of that handler (none for handlers this file does not know).
+std::vector<Field> RouteFields(RouteConfig* route);
+
+}  // namespace gearbox::config_internal
