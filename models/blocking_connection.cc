@@ -161,6 +161,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       }
       conn.in_request = false;
       conn.body_armed = false;
+      conn.fresh = false;
       bool close = RunRequest(conn, ctx);
       conn.in.Consume(r.consumed);
       if (close) {
@@ -201,15 +202,21 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
         }
         return finish(CloseReason::kClient);
       }
-      // Prefork: hold the connection, but give it up when another client waits.
+      // Prefork: hold the connection, but give up a keep-alive one when another
+      // client waits. A fresh connection is owed its first request: it gets
+      // header_timeout and is not handed off.
       idle_fds.clear();
       idle_fds.push_back({conn.fd, POLLIN, 0});
-      for (int l : idle.listeners) idle_fds.push_back({l, POLLIN, 0});
-      Clock::time_point idle_deadline = Clock::now() + limits.idle_timeout;
+      if (!conn.fresh)
+        for (int l : idle.listeners) idle_fds.push_back({l, POLLIN, 0});
+      Clock::time_point idle_deadline =
+          Clock::now() + (conn.fresh ? limits.header_timeout : limits.idle_timeout);
       bool readable = false;
       while (!readable) {
         int n = poll(idle_fds.data(), idle_fds.size(), MillisUntil(idle_deadline));
-        if (n == 0) return finish(CloseReason::kIdleTimeout);
+        if (n == 0)
+          return finish(conn.fresh ? CloseReason::kHeaderTimeout
+                                   : CloseReason::kIdleTimeout);
         if (n < 0) {
           if (errno != EINTR) return finish(CloseReason::kError);
           if (ctx.draining && ctx.draining->load(std::memory_order_relaxed))

@@ -51,6 +51,7 @@ struct BlockingConnection {
   Clock::time_point deadline{};  // of the current request phase (head or body)
   bool in_request = false;       // the deadline above is armed
   bool body_armed = false;       // the deadline is the body's (body_timeout)
+  bool fresh = true;             // no request seen yet on this connection
   // Threadpool bookkeeping while parked in the poller (intrusive idle list).
   Clock::time_point idle_since{};
   BlockingConnection* prev = nullptr;

@@ -1,6 +1,8 @@
 // The one table of concurrency models (libevent's eventops[], nginx's `use epoll;`).
 // Nothing registers itself from a static initializer: Bazel would drop the object.
+#include "models/async_model.h"
 #include "models/model.h"
+#include "models/prefork_model.h"
 #include "models/thread_pool_model.h"
 
 namespace gearbox {
@@ -12,10 +14,12 @@ struct ModelKind {
 };
 
 constexpr ModelKind kModelTable[] = {
+    {"prefork", &MakePreforkModel},
     {"threadpool", &MakeThreadPoolModel},
+    {"async", &MakeAsyncModel},
 };
 
-constexpr std::string_view kModelNames[] = {"threadpool"};
+constexpr std::string_view kModelNames[] = {"prefork", "threadpool", "async"};
 static_assert(std::size(kModelNames) == std::size(kModelTable));
 
 }  // namespace

@@ -19,16 +19,25 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+const llhttp_settings_t* HttpRequestParser::Settings() {
+  // Shared by every parser: one copy instead of ~200 bytes per connection.
+  static const llhttp_settings_t settings = [] {
+    llhttp_settings_t s;
+    llhttp_settings_init(&s);
+    s.on_message_begin = &OnMessageBegin;
+    s.on_url = &OnUrl;
+    s.on_header_field = &OnHeaderField;
+    s.on_header_value = &OnHeaderValue;
+    s.on_headers_complete = &OnHeadersComplete;
+    s.on_body = &OnBody;
+    s.on_message_complete = &OnMessageComplete;
+    return s;
+  }();
+  return &settings;
+}
+
 HttpRequestParser::HttpRequestParser(HttpLimits limits) : limits_(limits) {
-  llhttp_settings_init(&settings_);
-  settings_.on_message_begin = &OnMessageBegin;
-  settings_.on_url = &OnUrl;
-  settings_.on_header_field = &OnHeaderField;
-  settings_.on_header_value = &OnHeaderValue;
-  settings_.on_headers_complete = &OnHeadersComplete;
-  settings_.on_body = &OnBody;
-  settings_.on_message_complete = &OnMessageComplete;
-  llhttp_init(&parser_, HTTP_REQUEST, &settings_);
+  llhttp_init(&parser_, HTTP_REQUEST, Settings());
   parser_.data = this;
   StartRequest();
 }
@@ -61,11 +70,15 @@ int HttpRequestParser::OnMessageBegin(llhttp_t*) { return 0; }
 int HttpRequestParser::OnUrl(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
   Extend(self->url_, self->OffsetOf(at), len);
+  // A header-less request's head is its request line: count it for the limit.
+  self->head_end_ = self->OffsetOf(at) + static_cast<uint32_t>(len);
   return 0;
 }
 
 int HttpRequestParser::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
+  // Chunked trailers: dropped, never merged into the headers (RFC 9110 6.5.1).
+  if (self->headers_complete_) return 0;
   if (self->in_value_ || self->header_spans_.empty()) {
     self->header_spans_.emplace_back();
     self->in_value_ = false;
@@ -78,6 +91,7 @@ int HttpRequestParser::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
 
 int HttpRequestParser::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
+  if (self->headers_complete_) return 0;  // a trailer
   self->in_value_ = true;
   uint32_t offset = self->OffsetOf(at);
   HeaderSpan& h = self->header_spans_.back();
@@ -147,6 +161,9 @@ int HttpRequestParser::OnBody(llhttp_t* p, const char* at, size_t len) {
 int HttpRequestParser::OnMessageComplete(llhttp_t* p) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
   self->message_complete_ = true;
+  // Upgrade/CONNECT: llhttp pauses by itself (HPE_PAUSED_UPGRADE); pausing here
+  // too would hide that and make the next call report an empty request.
+  if (p->upgrade) return 0;
   return HPE_PAUSED;  // one request per Parse call: pipelined bytes wait their turn
 }
 
@@ -188,19 +205,26 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   if (err != HPE_OK) {
     int status = pending_error_ ? pending_error_ : 400;
     const char* reason = pending_error_ ? pending_reason_ : "malformed";
-    if (!pending_error_ && err == HPE_INVALID_VERSION) {
+    // llhttp also reports a malformed version token ("HTTP/1.1 junk", "HTTP/x")
+    // as HPE_INVALID_VERSION; only "Invalid HTTP version" is a well-formed
+    // version it does not support (1.2, 3.0, ...).
+    if (!pending_error_ && err == HPE_INVALID_VERSION &&
+        strcmp(llhttp_get_error_reason(&parser_), "Invalid HTTP version") == 0) {
       status = 505;
       reason = "bad_version";
     }
     // The parser is in an error state; the connection closes after the answer.
-    llhttp_init(&parser_, HTTP_REQUEST, &settings_);
+    llhttp_init(&parser_, HTTP_REQUEST, Settings());
     parser_.data = this;
     StartRequest();
     return Fail(status, reason);
   }
   fed_ = buffer.size();
-  if (!headers_complete_ && fed_ > limits_.max_header_bytes) {
-    llhttp_init(&parser_, HTTP_REQUEST, &settings_);
+  // A complete head is measured up to its last header byte (head_end_), without
+  // the final CRLFCRLF; allow those 4 bytes here too, or a head just at the limit
+  // would pass in one read and fail when split inside its final CRLFCRLF.
+  if (!headers_complete_ && fed_ > limits_.max_header_bytes + 4) {
+    llhttp_init(&parser_, HTTP_REQUEST, Settings());
     parser_.data = this;
     StartRequest();
     return Fail(431, "header_too_large");

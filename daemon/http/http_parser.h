@@ -59,6 +59,7 @@ class HttpRequestParser {
     Span value;
   };
 
+  static const llhttp_settings_t* Settings();
   static int OnMessageBegin(llhttp_t* p);
   static int OnUrl(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
@@ -77,7 +78,6 @@ class HttpRequestParser {
 
   HttpLimits limits_;
   llhttp_t parser_;
-  llhttp_settings_t settings_;
   const char* base_ = nullptr;  // start of the buffer in the current Parse call
   size_t fed_ = 0;              // bytes of the current request already parsed
 

@@ -1,0 +1,105 @@
+// One libevent loop of the async model: its thread, its event_base, its share of
+// the connections. Loops share nothing on the hot path.
+#pragma once
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/listeners.h"
+#include "daemon/metrics/worker_stats.h"
+#include "daemon/router.h"
+#include "models/accept_util.h"
+#include "models/async_connection.h"
+
+namespace gearbox {
+
+// State every loop of one model shares (read-mostly).
+struct AsyncShared {
+  const Listeners* listeners = nullptr;
+  const Router* router = nullptr;
+  LimitsConfig limits;
+  std::atomic<int64_t> open{0};  // connections across all loops (max_connections)
+  std::atomic<bool> draining{false};
+  std::atomic<bool> aborting{false};
+};
+
+class AsyncLoop {
+ public:
+  AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index);
+  ~AsyncLoop();
+  AsyncLoop(const AsyncLoop&) = delete;
+  AsyncLoop& operator=(const AsyncLoop&) = delete;
+
+  // Creates the base and the listener events; returns an error naming the call.
+  std::string Init();
+  void StartThread();
+  // Wakes the loop to look at shared.draining / shared.aborting. Any thread.
+  void Wake();
+  void Join();
+  bool exited() const { return exited_.load(); }
+
+ private:
+  friend struct AsyncCallbacks;
+
+  void Run();
+  void OnWake();
+  void OnAccept(size_t listener_index);
+  void SetAccepting(bool on);
+  void OnTick();
+
+  // Connection state machine.
+  void OnReadable(AsyncConnection* c);
+  void OnWritable(AsyncConnection* c);
+  void OnTimer(AsyncConnection* c);
+  // Parses and serves what is buffered in `input` (either the loop's read buffer or
+  // the connection's own). Returns false if the connection was closed.
+  bool Process(AsyncConnection* c, std::string_view input, bool from_scratch);
+  // Runs the exchange until it waits or completes. Returns true when complete.
+  bool Advance(AsyncConnection* c, Exchange& exchange, Response& response);
+  // Sends the loop's output buffer (after any older pending output).
+  enum class FlushResult { kAllSent, kPending, kError };
+  FlushResult Flush(AsyncConnection* c);
+  // After processing: flush, then close, wait for writability, or go back to
+  // reading with the right timer. Returns false if the connection was closed.
+  bool Settle(AsyncConnection* c);
+  void ArmRead(AsyncConnection* c);
+  void ArmTimer(AsyncConnection* c, std::chrono::microseconds d);
+  void ArmIdleTimer(AsyncConnection* c);
+  void Close(AsyncConnection* c, CloseReason reason);
+  void CloseIdleForDrain();
+  bool Draining() const {
+    return shared_.draining.load(std::memory_order_relaxed);
+  }
+
+  AsyncShared& shared_;
+  WorkerStats& stats_;
+  const int index_;
+  event_base* base_ = nullptr;
+  std::vector<event*> listen_events_;
+  bool accepting_ = false;
+  event* wake_event_ = nullptr;
+  event* tick_event_ = nullptr;
+  int wake_fd_ = -1;
+  ReserveFd reserve_;
+  std::thread thread_;
+  std::atomic<bool> exited_{false};
+
+  // Per-loop scratch, reused by every connection: no per-request allocation.
+  std::string read_buffer_;
+  std::string out_buffer_;
+  Request request_;
+  Response response_;
+
+  AsyncConnection* head_ = nullptr;  // all connections of this loop
+  int64_t conns_ = 0;
+  const timeval* idle_tv_ = nullptr;    // libevent common timeouts: O(1) re-arm
+  const timeval* header_tv_ = nullptr;
+};
+
+}  // namespace gearbox
