@@ -17,6 +17,7 @@
 #include "daemon/listeners.h"
 #include "daemon/logging.h"
 #include "daemon/metrics/stats_reporter.h"
+#include "daemon/request_log.h"
 #include "daemon/router.h"
 #include "models/model.h"
 
@@ -90,7 +91,7 @@ class Supervisor {
     sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=%s serving (generation %d)",
                getpid(), current_->config.server.model.c_str(),
                current_->number);
-    reporter_ = std::make_unique<StatsReporter>();
+    reporter_ = std::make_unique<StatsReporter>(listeners_);
     int rc = Loop();
     ReleaseListeners(listeners_);
     return rc;
@@ -113,6 +114,7 @@ class Supervisor {
     ctx.generation = gen->number;
     gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
     ctx.stats = gen->stats;
+    ctx.request_log = std::make_shared<RequestLog>(config.log);
     ServerInfo info;
     info.model = config.server.model;
     info.generation = gen->number;
@@ -256,6 +258,7 @@ class Supervisor {
       }
       current_->model->Maintain();
       ReapDrained();
+      reporter_->Sample();
       const auto now = Clock::now();
       if (watchdog && now >= next_watchdog) {
         sd_notify(0, "WATCHDOG=1");

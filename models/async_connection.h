@@ -12,6 +12,7 @@
 #include "daemon/codec.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/worker_stats.h"
+#include "models/request_cycle.h"
 
 namespace gearbox {
 
@@ -49,6 +50,8 @@ struct AsyncConnection {
     std::unique_ptr<Exchange> exchange;
     Response response;
     Request request;
+    std::string method_path;  // storage for request.method/path (request log)
+    RequestTiming timing;
   };
   std::unique_ptr<Pending> pending;
   AsyncConnection* prev = nullptr;      // the loop's list of connections

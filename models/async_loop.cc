@@ -58,7 +58,10 @@ struct AsyncCallbacks {
 };
 
 AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
-    : shared_(shared), stats_(stats), index_(index) {
+    : shared_(shared),
+      stats_(stats),
+      cycle_{shared.router, &stats, shared.request_log, index},
+      index_(index) {
   read_buffer_.resize(kReadBufferSize);
 }
 
@@ -330,7 +333,8 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
     // A complete request.
     c->in_request = false;
     c->body_armed = false;
-    std::unique_ptr<Exchange> exchange = BeginRequest(*shared_.router, request_, stats_);
+    RequestTiming timing;
+    std::unique_ptr<Exchange> exchange = BeginRequest(cycle_, request_, 0, timing);
     response_.Reset();
     if (from_scratch) {
       pos += r.consumed;
@@ -347,6 +351,15 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
       pending->request.version_minor = request_.version_minor;
       pending->request.keep_alive = request_.keep_alive;
       pending->request.is_head = request_.is_head;
+      pending->timing = timing;
+      pending->timing.waited = true;
+      if (cycle_.log && cycle_.log->enabled()) {
+        pending->method_path.assign(request_.method);
+        pending->method_path.append(request_.path);
+        std::string_view mp = pending->method_path;
+        pending->request.method = mp.substr(0, request_.method.size());
+        pending->request.path = mp.substr(request_.method.size());
+      }
       c->pending = std::move(pending);
       if (from_scratch && pos < input.size()) c->in.Append(input.substr(pos));
       // The read event stays armed: a client that hangs up cancels the wait, and
@@ -360,8 +373,8 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
       }
       return true;
     }
-    if (FinishRequest(*c->codec, request_, response_, Draining(), out_buffer_,
-                      stats_)) {
+    if (FinishRequest(cycle_, *c->codec, request_, response_, Draining(),
+                      out_buffer_, timing)) {
       c->close_after_write = true;
       c->close_reason = Draining() ? CloseReason::kDrain : CloseReason::kServer;
       break;
@@ -460,8 +473,8 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
     case AsyncConnection::State::kWaiting: {
       AsyncConnection::Pending& p = *c->pending;
       if (!Advance(c, *p.exchange, p.response)) return;  // waits again
-      if (FinishRequest(*c->codec, p.request, p.response, Draining(),
-                        out_buffer_, stats_)) {
+      if (FinishRequest(cycle_, *c->codec, p.request, p.response, Draining(),
+                        out_buffer_, p.timing)) {
         c->close_after_write = true;
         c->close_reason = Draining() ? CloseReason::kDrain : CloseReason::kServer;
       }

@@ -23,6 +23,7 @@ namespace gearbox {
 struct AsyncShared {
   const Listeners* listeners = nullptr;
   const Router* router = nullptr;
+  const RequestLog* request_log = nullptr;
   LimitsConfig limits;
   std::atomic<int64_t> open{0};  // connections across all loops (max_connections)
   std::atomic<bool> draining{false};
@@ -79,6 +80,7 @@ class AsyncLoop {
 
   AsyncShared& shared_;
   WorkerStats& stats_;
+  RequestCycle cycle_;
   const int index_;
   event_base* base_ = nullptr;
   std::vector<event*> listen_events_;

@@ -34,6 +34,7 @@ class AsyncModel final : public Model {
     ctx_ = ctx;
     shared_.listeners = ctx.listeners;
     shared_.router = ctx.router.get();
+    shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
     const int loops = Loops(ctx.config);
     for (int i = 0; i < loops; ++i) {

@@ -71,9 +71,11 @@ WriteResult WriteAll(BlockingConnection& conn, const LimitsConfig& limits,
 // Serves one complete request: handler steps with sleeps, then the response.
 // Returns true when the connection must close after the response.
 bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
-  WorkerStats& stats = *ctx.stats;
+  WorkerStats& stats = *ctx.cycle.stats;
+  RequestTiming timing;
   std::unique_ptr<Exchange> exchange =
-      BeginRequest(*ctx.router, conn.request, stats);
+      BeginRequest(ctx.cycle, conn.request, conn.ready_us, timing);
+  conn.ready_us = 0;  // later requests on this connection did not queue
   conn.response.Reset();
   for (;;) {
     Step step = exchange->Resume(conn.response);
@@ -83,6 +85,7 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
         WriteAll(conn, *ctx.limits, stats) != WriteResult::kOk) {
       conn.response.close = true;
     }
+    timing.waited = true;
     if (!ctx.sleeper->SleepFor(*step.wait)) {
       conn.response.Reset();
       conn.response.status = 503;
@@ -93,8 +96,8 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
   }
   const bool draining =
       ctx.draining && ctx.draining->load(std::memory_order_relaxed);
-  return FinishRequest(*conn.codec, conn.request, conn.response, draining,
-                       conn.out, stats);
+  return FinishRequest(ctx.cycle, *conn.codec, conn.request, conn.response,
+                       draining, conn.out, timing);
 }
 
 }  // namespace
@@ -136,7 +139,7 @@ void SendAndForget(int fd, std::string_view bytes) {
 ConnectionOutcome ServeBlocking(BlockingConnection& conn,
                                 const BlockingContext& ctx,
                                 const IdlePolicy& idle) {
-  WorkerStats& stats = *ctx.stats;
+  WorkerStats& stats = *ctx.cycle.stats;
   const LimitsConfig& limits = *ctx.limits;
   auto finish = [&](CloseReason reason) {
     if (!conn.out.empty()) WriteAll(conn, limits, stats);

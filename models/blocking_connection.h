@@ -16,6 +16,7 @@
 #include "daemon/codec.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
+#include "models/request_cycle.h"
 
 namespace gearbox {
 
@@ -52,6 +53,7 @@ struct BlockingConnection {
   bool in_request = false;       // the deadline above is armed
   bool body_armed = false;       // the deadline is the body's (body_timeout)
   bool fresh = true;             // no request seen yet on this connection
+  uint64_t ready_us = 0;  // when it was accepted or handed to a worker (queue wait)
   // Threadpool bookkeeping while parked in the poller (intrusive idle list).
   Clock::time_point idle_since{};
   BlockingConnection* prev = nullptr;
@@ -60,9 +62,8 @@ struct BlockingConnection {
 };
 
 struct BlockingContext {
-  const Router* router = nullptr;
+  RequestCycle cycle;  // router, stats slot, request log, worker index
   const LimitsConfig* limits = nullptr;
-  WorkerStats* stats = nullptr;
   const std::atomic<bool>* draining = nullptr;  // finish this request, then close
   Sleeper* sleeper = nullptr;
 };

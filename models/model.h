@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "daemon/listeners.h"
 #include "daemon/metrics/worker_stats.h"
+#include "daemon/request_log.h"
 #include "daemon/router.h"
 
 namespace gearbox {
@@ -29,6 +30,7 @@ struct ModelContext {
   const Listeners* listeners = nullptr;   // owned by the supervisor, outlive models
   std::shared_ptr<const Router> router;
   std::shared_ptr<StatsRegion> stats;     // size >= SlotsNeeded(config)
+  std::shared_ptr<const RequestLog> request_log;  // access/slow log
   ModelConfig config;
   int generation = 1;
 };

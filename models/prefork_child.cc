@@ -80,9 +80,8 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   stats.busy.store(0);
   RealSleeper sleeper;
   BlockingContext bc;
-  bc.router = ctx.router.get();
+  bc.cycle = {ctx.router.get(), &stats, ctx.request_log.get(), args.slot};
   bc.limits = &ctx.config.limits;
-  bc.stats = &stats;
   bc.draining = &g_draining;
   bc.sleeper = &sleeper;
   const IdlePolicy idle{.park = false, .listeners = listen_fds};
@@ -110,6 +109,7 @@ void RunPreforkChild(const PreforkChildArgs& args) {
       Bump(stats.accepted);
       stats.open_conns.store(1);
       BlockingConnection conn(fd, (*ctx.listeners)[i].protocol, ctx.config.limits);
+      conn.ready_us = NowMicros();
       ServeBlocking(conn, bc, idle);  // closes the fd and counts why
       conn.fd = -1;
       stats.open_conns.store(0);

@@ -1,7 +1,7 @@
 // The model-independent part of serving one parsed request: route it, start the
-// exchange, and turn the finished response into bytes with the counters updated.
-// Both the blocking driver and the async model use it, so every model answers the
-// same way.
+// exchange, and turn the finished response into bytes with the counters, latency
+// histograms and optional request log updated. Both the blocking driver and the
+// async model use it, so every model answers and counts the same way.
 #pragma once
 
 #include <chrono>
@@ -11,33 +11,84 @@
 #include "daemon/codec.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/worker_stats.h"
+#include "daemon/request_log.h"
 #include "daemon/router.h"
 
 namespace gearbox {
 
-// Starts the exchange for `request`; marks the worker busy and the request
-// in flight until FinishRequest().
-inline std::unique_ptr<Exchange> BeginRequest(const Router& router,
-                                              const Request& request,
-                                              WorkerStats& stats) {
-  Bump(stats.inflight);
-  stats.busy.store(1, std::memory_order_relaxed);
-  return router.Find(request.path)->Start(request);
+inline uint64_t NowMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
-// Serializes the response and counts it. Returns true when the connection must
-// close after the bytes in `out` are written.
-inline bool FinishRequest(ServerCodec& codec, const Request& request,
-                          const Response& response, bool close,
-                          std::string& out, WorkerStats& stats) {
+// Everything a worker (thread, child, loop) needs to serve requests.
+struct RequestCycle {
+  const Router* router = nullptr;
+  WorkerStats* stats = nullptr;
+  const RequestLog* log = nullptr;  // null or disabled: no per-request logging
+  int worker = 0;
+};
+
+// What FinishRequest needs to know about a request once its views may be gone.
+struct RequestTiming {
+  uint64_t start_us = 0;  // handler start
+  uint64_t queue_us = 0;  // ready -> handler start
+  bool waited = false;
+};
+
+// Starts the exchange for `request`; marks the worker busy and the request in
+// flight until FinishRequest(). `ready_us` is when the connection was found ready
+// (0 when not measured).
+inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
+                                              const Request& request,
+                                              uint64_t ready_us,
+                                              RequestTiming& timing) {
+  WorkerStats& stats = *cycle.stats;
+  timing.start_us = NowMicros();
+  timing.queue_us = ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
+  timing.waited = false;
+  stats.queue_wait.Record(timing.queue_us);
+  Bump(stats.inflight);
+  stats.busy.store(1, std::memory_order_relaxed);
+  stats.current_start_us.store(timing.start_us, std::memory_order_relaxed);
+  stats.SetCurrentPath(request.path);
+  return cycle.router->Find(request.path)->Start(request);
+}
+
+// Serializes the response and counts it. `request` needs valid method/path only
+// when the request log is enabled. Returns true when the connection must close
+// after the bytes in `out` are written.
+inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
+                          const Request& request, const Response& response,
+                          bool close, std::string& out,
+                          const RequestTiming& timing) {
+  WorkerStats& stats = *cycle.stats;
   size_t before = out.size();
   close = codec.AppendResponse(request, response, close, out);
+  const uint64_t duration = NowMicros() - timing.start_us;
+  stats.service.Record(duration);
   Bump(stats.requests);
   stats.CountStatus(response.status);
   Bump(stats.bytes_out, out.size() - before);
   stats.inflight.store(stats.inflight.load(std::memory_order_relaxed) - 1,
                        std::memory_order_relaxed);
   stats.busy.store(0, std::memory_order_relaxed);
+  stats.current_start_us.store(0, std::memory_order_relaxed);
+  if (cycle.log && cycle.log->enabled()) {
+    RequestRecord r;
+    r.method = request.method;
+    r.path = request.path;
+    r.request_id = request.FindHeader("x-request-id");
+    r.status = response.status;
+    r.bytes_out = out.size() - before;
+    r.duration_us = duration;
+    r.queue_us = timing.queue_us;
+    r.waited = timing.waited;
+    r.worker = cycle.worker;
+    cycle.log->Record(r);
+  }
   return close;
 }
 

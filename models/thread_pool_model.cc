@@ -142,6 +142,15 @@ class ThreadPoolModel final : public Model {
   }
   WorkerStats& AcceptorStats() { return ctx_.stats->Slot(0); }
 
+  // Caller holds mu_. The acceptor slot carries the queue gauges.
+  void UpdateQueueGauge() {
+    WorkerStats& s = AcceptorStats();
+    const uint64_t depth = queue_.size();
+    s.queue_depth.store(depth, std::memory_order_relaxed);
+    if (depth > s.queue_high.load(std::memory_order_relaxed))
+      s.queue_high.store(depth, std::memory_order_relaxed);
+  }
+
   void Wake() {
     uint64_t one = 1;
     ssize_t n = write(wake_fd_, &one, sizeof(one));
@@ -248,8 +257,9 @@ class ThreadPoolModel final : public Model {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (queue_.size() < queue_capacity_ && !stop_) {
+        c->ready_us = NowMicros();
         queue_.push_back(c);
-        if (queue_.size() > queue_high_) queue_high_ = queue_.size();
+        UpdateQueueGauge();
         queue_cv_.notify_one();
         return;
       }
@@ -319,9 +329,8 @@ class ThreadPoolModel final : public Model {
     WorkerStats& stats = ctx_.stats->Slot(slot);
     stats.tid.store(static_cast<int32_t>(gettid()));
     BlockingContext bc;
-    bc.router = ctx_.router.get();
+    bc.cycle = {ctx_.router.get(), &stats, ctx_.request_log.get(), index};
     bc.limits = &limits_;
-    bc.stats = &stats;
     bc.draining = &draining_;
     bc.sleeper = sleepers_[static_cast<size_t>(index)].get();
     const IdlePolicy park{.park = true, .listeners = {}};
@@ -333,6 +342,7 @@ class ThreadPoolModel final : public Model {
         if (queue_.empty()) return;  // stop_ and nothing left
         c = queue_.front();
         queue_.pop_front();
+        UpdateQueueGauge();
         ++active_;
       }
       current_fd_[static_cast<size_t>(index)].store(c->fd);
@@ -373,7 +383,6 @@ class ThreadPoolModel final : public Model {
   std::condition_variable queue_cv_;
   std::condition_variable drained_cv_;
   std::deque<BlockingConnection*> queue_;
-  size_t queue_high_ = 0;
   std::vector<BlockingConnection*> returned_;
   int active_ = 0;
   bool stop_ = false;

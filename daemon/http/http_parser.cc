@@ -114,6 +114,21 @@ int HttpRequestParser::OnHeadersComplete(llhttp_t* p) {
     self->pending_reason_ = "bad_version";
     return -1;
   }
+  // llhttp 8.1 accepts "Name :" and obs-fold (a value continued on the next
+  // line, CRLF kept in the value); RFC 9112 5.1/5.2 say reject both with 400.
+  // A CRLF in a value could otherwise reach a response header (echo).
+  for (const HeaderSpan& h : self->header_spans_) {
+    const char* name_end = self->base_ + h.name.offset + h.name.length;
+    const bool space_before_colon =
+        h.name.length > 0 && (name_end[-1] == ' ' || name_end[-1] == '\t');
+    const char* value = self->base_ + h.value.offset;
+    if (space_before_colon || memchr(value, '\n', h.value.length) != nullptr ||
+        memchr(value, '\r', h.value.length) != nullptr) {
+      self->pending_error_ = 400;
+      self->pending_reason_ = "malformed";
+      return -1;
+    }
+  }
   const bool chunked = (p->flags & F_CHUNKED) != 0;
   const bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
   if (has_length && p->content_length > self->limits_.max_body_bytes) {

@@ -1,40 +1,103 @@
 #include "daemon/metrics/stats_reporter.h"
 
 #include <fmt/format.h>
+#include <systemd/sd-journal.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "daemon/logging.h"
 
 namespace gearbox {
+namespace {
+
+double Ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
+
+}  // namespace
+
+StatsReporter::StatsReporter(const Listeners& listeners)
+    : listeners_(listeners), journald_(getenv("JOURNAL_STREAM") != nullptr) {}
+
+void StatsReporter::Sample() {
+  int64_t total = 0;
+  for (const Listener& l : listeners_) {
+    int64_t n = probe_.Length(l.fd);
+    if (n > 0) total += n;
+  }
+  accept_queue_ = total;
+  accept_queue_max_ = std::max(accept_queue_max_, total);
+}
 
 std::string StatsReporter::Report(std::string_view model, int generation,
-                                  const StatsRegion& stats, int workers) {
+                                  StatsRegion& stats, int workers) {
   auto now = std::chrono::steady_clock::now();
   StatsRegion::Totals t = stats.Sum();
-  if (last_region_ != &stats) {  // a new generation starts from zero
-    last_ = StatsRegion::Totals{};
+  if (last_region_ != &stats) {  // a new generation: its counters start at zero
     last_region_ = &stats;
+    last_requests_ = 0;
+    last_service_ = HistogramSnapshot{};
+    last_queue_wait_ = HistogramSnapshot{};
   }
   double secs = std::chrono::duration<double>(now - last_time_).count();
   if (secs <= 0) secs = 1;
-  double rps = static_cast<double>(t.requests - last_.requests) / secs;
-  uint64_t closed = 0;
-  for (uint64_t c : t.closed) closed += c;
-  uint64_t open = t.accepted >= closed ? t.accepted - closed : 0;
-  uint64_t timeouts =
-      t.closed[static_cast<int>(CloseReason::kHeaderTimeout)] +
-      t.closed[static_cast<int>(CloseReason::kIdleTimeout)];
-  LogInfo("stats",
-          "model={} gen={} rps={:.1f} requests={} inflight={} conns={} busy={} "
-          "workers={} s2xx={} s4xx={} s5xx={} rejected={} bad_input={} "
-          "timeouts={} bytes_in={} bytes_out={}",
-          model, generation, rps, t.requests, t.inflight, open, t.busy, workers,
-          t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
-          t.bad_input, timeouts, t.bytes_in, t.bytes_out);
-  last_ = t;
+  const uint64_t interval_requests = t.requests - last_requests_;
+  const double rps = static_cast<double>(interval_requests) / secs;
+  HistogramSnapshot service = t.service.Since(last_service_);
+  HistogramSnapshot qwait = t.queue_wait.Since(last_queue_wait_);
+  const uint64_t queue_max = stats.TakeQueueHigh();
+  const std::string line = fmt::format(
+      "model={} gen={} rps={:.1f} requests={} p50_ms={:.3f} p90_ms={:.3f} "
+      "p99_ms={:.3f} max_ms={:.3f} qwait_p50_ms={:.3f} qwait_p99_ms={:.3f} "
+      "inflight={} conns={} busy={} workers={} queue={} queue_max={} "
+      "accept_queue={} accept_queue_max={} s2xx={} s4xx={} s5xx={} rejected={} "
+      "bad_input={} timeouts={} bytes_in={} bytes_out={}",
+      model, generation, rps, t.requests, Ms(service.Percentile(0.5)),
+      Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)), Ms(service.Max()),
+      Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)), t.inflight, t.open(),
+      t.busy, workers, t.queue_depth, queue_max, accept_queue_, accept_queue_max_,
+      t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
+      t.bad_input, t.timeouts(), t.bytes_in, t.bytes_out);
+  if (journald_) {
+    // Under systemd the line goes to the journal with structured fields, so
+    // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
+    // duplicate it).
+    sd_journal_send(
+        "MESSAGE=event=stats %s", line.c_str(), "PRIORITY=6",
+        "SYSLOG_IDENTIFIER=gearboxd", "GEARBOX_EVENT=stats",
+        "GEARBOX_MODEL=%.*s", static_cast<int>(model.size()), model.data(),
+        "GEARBOX_GENERATION=%d", generation, "GEARBOX_RPS=%.1f", rps,
+        "GEARBOX_REQUESTS=%llu", static_cast<unsigned long long>(t.requests),
+        "GEARBOX_P50_MS=%.3f", Ms(service.Percentile(0.5)),
+        "GEARBOX_P90_MS=%.3f", Ms(service.Percentile(0.9)),
+        "GEARBOX_P99_MS=%.3f", Ms(service.Percentile(0.99)),
+        "GEARBOX_MAX_MS=%.3f", Ms(service.Max()),
+        "GEARBOX_INFLIGHT=%llu", static_cast<unsigned long long>(t.inflight),
+        "GEARBOX_CONNS=%llu", static_cast<unsigned long long>(t.open()),
+        "GEARBOX_BUSY=%llu", static_cast<unsigned long long>(t.busy),
+        "GEARBOX_WORKERS=%d", workers,
+        "GEARBOX_QUEUE=%llu", static_cast<unsigned long long>(t.queue_depth),
+        "GEARBOX_QUEUE_MAX=%llu", static_cast<unsigned long long>(queue_max),
+        "GEARBOX_ACCEPT_QUEUE=%lld", static_cast<long long>(accept_queue_),
+        "GEARBOX_ACCEPT_QUEUE_MAX=%lld", static_cast<long long>(accept_queue_max_),
+        "GEARBOX_S2XX=%llu", static_cast<unsigned long long>(t.status_class[2]),
+        "GEARBOX_S4XX=%llu", static_cast<unsigned long long>(t.status_class[4]),
+        "GEARBOX_S5XX=%llu", static_cast<unsigned long long>(t.status_class[5]),
+        "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
+        "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
+        nullptr);
+  } else {
+    LogInfo("stats", "{}", line);
+  }
+  last_requests_ = t.requests;
+  last_service_ = t.service;
+  last_queue_wait_ = t.queue_wait;
   last_time_ = now;
-  return fmt::format("{} gen {}: {:.0f} req/s, {} in flight, {}/{} busy, {} conns, {} rejected",
-                     model, generation, rps, t.inflight, t.busy, workers, open,
-                     t.rejected);
+  accept_queue_max_ = accept_queue_;
+  return fmt::format(
+      "{} gen {}: {:.0f} req/s, p99 {:.1f} ms, {} in flight, {}/{} busy, {} conns, "
+      "queue {}, {} rejected (503)",
+      model, generation, rps, Ms(service.Percentile(0.99)), t.inflight, t.busy,
+      workers, t.open(), t.queue_depth, t.rejected);
 }
 
 }  // namespace gearbox

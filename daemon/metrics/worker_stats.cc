@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <new>
 
 namespace gearbox {
@@ -43,8 +44,38 @@ StatsRegion::Totals StatsRegion::Sum() const {
     t.inflight += s.inflight.load(r);
     t.open_conns += s.open_conns.load(r);
     t.busy += s.busy.load(r);
+    t.queue_depth += s.queue_depth.load(r);
+    t.queue_high += s.queue_high.load(r);
+    s.service.AddTo(t.service);
+    s.queue_wait.AddTo(t.queue_wait);
   }
   return t;
+}
+
+uint64_t StatsRegion::TakeQueueHigh() {
+  uint64_t high = 0;
+  for (size_t i = 0; i < slots_; ++i) {
+    WorkerStats& s = base_[i];
+    // Restart from the current depth so a queue that stays full keeps showing.
+    high += s.queue_high.exchange(s.queue_depth.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+  }
+  return high;
+}
+
+void WorkerStats::SetCurrentPath(std::string_view path) {
+  uint64_t words[kPathWords] = {};
+  memcpy(words, path.data(), std::min(path.size(), sizeof(words)));
+  for (size_t i = 0; i < kPathWords; ++i)
+    current_path[i].store(words[i], std::memory_order_relaxed);
+}
+
+std::string WorkerStats::CurrentPath() const {
+  uint64_t words[kPathWords];
+  for (size_t i = 0; i < kPathWords; ++i)
+    words[i] = current_path[i].load(std::memory_order_relaxed);
+  const char* p = reinterpret_cast<const char*>(words);
+  return std::string(p, strnlen(p, sizeof(words)));
 }
 
 }  // namespace gearbox

@@ -10,6 +10,10 @@
 #include <cstdint>
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <string_view>
+
+#include "daemon/metrics/histogram.h"
 
 namespace gearbox {
 
@@ -45,12 +49,26 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> busy{0};        // 1 while serving a request
   std::atomic<int32_t> pid{0};          // owning process (prefork child) or 0
   std::atomic<int32_t> tid{0};
+  // Threadpool hand-off queue (acceptor slot only): depth now and high-water mark
+  // since the last stats line (the reporter resets it).
+  std::atomic<uint64_t> queue_depth{0};
+  std::atomic<uint64_t> queue_high{0};
+  // The request in hand, for /status?full: start time (steady clock, us) and the
+  // first bytes of its path. Relaxed word-sized stores: a reader may see a torn
+  // path, never a crash.
+  std::atomic<uint64_t> current_start_us{0};
+  static constexpr size_t kPathWords = 6;
+  std::atomic<uint64_t> current_path[kPathWords]{};
+  LatencyHistogram service;     // handler start -> response serialized
+  LatencyHistogram queue_wait;  // connection ready (accepted/readable) -> handler start
 
   void CountClose(CloseReason reason) { Bump(closed[static_cast<int>(reason)]); }
   void CountStatus(int status) {
     int cls = status / 100;
     if (cls >= 1 && cls <= 5) Bump(status_class[cls]);
   }
+  void SetCurrentPath(std::string_view path);
+  std::string CurrentPath() const;
 };
 
 // A fixed array of slots in one anonymous shared mapping.
@@ -72,9 +90,23 @@ class StatsRegion {
     uint64_t status_class[6] = {};
     uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
     uint64_t rejected = 0, bad_input = 0, inflight = 0, open_conns = 0, busy = 0;
+    uint64_t queue_depth = 0, queue_high = 0;
+    HistogramSnapshot service;
+    HistogramSnapshot queue_wait;
+    uint64_t open() const {
+      uint64_t c = 0;
+      for (uint64_t x : closed) c += x;
+      return accepted >= c ? accepted - c : 0;
+    }
+    uint64_t timeouts() const {
+      return closed[static_cast<int>(CloseReason::kHeaderTimeout)] +
+             closed[static_cast<int>(CloseReason::kIdleTimeout)];
+    }
   };
   // O(slots) scan; slots <= a few thousand, read once per interval or /status hit.
   Totals Sum() const;
+  // Returns the queue high-water mark since the previous call and restarts it.
+  uint64_t TakeQueueHigh();
 
  private:
   StatsRegion(WorkerStats* base, size_t slots) : base_(base), slots_(slots) {}
