@@ -1,5 +1,7 @@
 #include "daemon/codec.h"
 
+#include "daemon/fastcgi/fastcgi_codec.h"
+
 namespace gearbox {
 
 std::unique_ptr<ServerCodec> MakeHttpCodec(const LimitsConfig& limits);
@@ -10,7 +12,7 @@ std::unique_ptr<ServerCodec> MakeCodec(Protocol protocol,
     case Protocol::kHttp:
       return MakeHttpCodec(limits);
     case Protocol::kFastCgi:
-      break;  // the FastCGI codec arrives with its issue
+      return MakeFastCgiCodec(limits);
   }
   return nullptr;
 }

@@ -71,13 +71,6 @@ class Supervisor {
     }
     listeners_ = std::get<Listeners>(std::move(acquired));
     for (const Listener& l : listeners_) {
-      if (l.protocol == Protocol::kFastCgi) {
-        LogError("listen_failed",
-                 "name={} address={} error=\"protocol fastcgi is not supported "
-                 "by this build yet\"",
-                 l.name, l.address);
-        return 1;
-      }
       LogInfo("listening", "name={} address={} bound={} fd={} systemd={}",
               l.name, l.address, BoundAddress(l.fd), l.fd, l.from_systemd);
     }

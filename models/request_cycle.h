@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/clock.h"
 #include "daemon/codec.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/worker_stats.h"
@@ -15,13 +16,6 @@
 #include "daemon/router.h"
 
 namespace gearbox {
-
-inline uint64_t NowMicros() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 // Everything a worker (thread, child, loop) needs to serve requests.
 struct RequestCycle {

@@ -119,9 +119,11 @@ struct PairSpan {
 };
 
 // Decodes the pair starting at `pos` of `stream`. Returns false when the stream
-// does not (yet) hold the whole pair. Lengths are 64-bit sums of 31-bit values:
-// no overflow, and a length beyond the stream is simply "not yet".
+// does not (yet) hold the whole pair; `pair.end` is then the extent the lengths
+// declare (0 while the lengths themselves are incomplete). Lengths are 64-bit sums
+// of 31-bit values: no overflow, and a length beyond the stream is "not yet".
 inline bool DecodePair(std::string_view stream, size_t pos, PairSpan& pair) {
+  pair = PairSpan{};
   auto length = [&](size_t& at, size_t& len) {
     if (at >= stream.size()) return false;
     const auto b0 = static_cast<uint8_t>(stream[at]);
