@@ -256,6 +256,11 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       conn.body_armed = true;
       conn.deadline = Clock::now() + limits.body_timeout;
     }
+    if (idle.park && conn.in_request) {
+      // A slow client mid-request: the poller watches it until more bytes come
+      // or conn.deadline passes (then 408), and this thread serves someone else.
+      return ConnectionOutcome::kParked;
+    }
     if (!WaitFor(conn.fd, POLLIN, conn.in_request ? conn.deadline
                                                   : Clock::now() + limits.idle_timeout)) {
       if (conn.in_request) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <map>
 #include <span>
 #include <string>
 
@@ -54,11 +55,11 @@ struct BlockingConnection {
   bool body_armed = false;       // the deadline is the body's (body_timeout)
   bool fresh = true;             // no request seen yet on this connection
   uint64_t ready_us = 0;  // when it was accepted or handed to a worker (queue wait)
-  // Threadpool bookkeeping while parked in the poller (intrusive idle list).
-  Clock::time_point idle_since{};
-  BlockingConnection* prev = nullptr;
-  BlockingConnection* next = nullptr;
+  // Threadpool bookkeeping while parked in the poller: its entry in the poller's
+  // expiry index, and whether the fd is already in the epoll set.
+  std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
   bool parked = false;
+  bool registered = false;
 };
 
 struct BlockingContext {
@@ -70,7 +71,9 @@ struct BlockingContext {
 
 // What to do when a keep-alive connection has no request in progress.
 struct IdlePolicy {
-  // threadpool: return kParked instead of blocking, so idle clients pin no thread.
+  // threadpool: return kParked instead of blocking whenever the socket has no
+  // bytes yet (idle keep-alive, or a request head/body still arriving), so neither
+  // idle nor slow clients pin a thread.
   bool park = false;
   // prefork: while idle, also watch these listening fds and close the idle
   // connection as soon as another client is waiting (one connection per child).

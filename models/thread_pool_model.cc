@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -126,11 +127,7 @@ class ThreadPoolModel final : public Model {
     // Anything still queued or parked is closed now.
     for (BlockingConnection* c : queue_) Close(c, CloseReason::kDrain, AcceptorStats());
     queue_.clear();
-    while (idle_head_) {
-      BlockingConnection* c = idle_head_;
-      Unlink(c);
-      Close(c, CloseReason::kDrain, AcceptorStats());
-    }
+    CloseAllParked();
     close(epoll_fd_);
     close(wake_fd_);
     LogInfo("model_drained", "model=threadpool gen={}", ctx_.generation);
@@ -187,11 +184,7 @@ class ThreadPoolModel final : public Model {
     while (!poller_stop_.load()) {
       if (draining_.load() && !poller_drained_local_) {
         if (listening_) SetListening(false);
-        while (idle_head_) {  // idle keep-alive clients: closed at once
-          BlockingConnection* c = idle_head_;
-          Unlink(c);
-          Close(c, CloseReason::kDrain, AcceptorStats());
-        }
+        CloseIdleParked();  // idle keep-alive clients: closed at once
         poller_drained_local_ = true;
         std::lock_guard<std::mutex> lock(mu_);
         poller_drained_ = true;
@@ -205,7 +198,7 @@ class ThreadPoolModel final : public Model {
         if (at_cap && listening_) SetListening(false);
         if (!at_cap && !listening_) SetListening(true);
       }
-      int timeout_ms = IdleTimeoutMs();
+      int timeout_ms = NextExpiryMs();
       if (!listening_ && !draining_.load()) timeout_ms = std::min(timeout_ms, 50);
       int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                          timeout_ms);
@@ -234,7 +227,7 @@ class ThreadPoolModel final : public Model {
       }
       for (BlockingConnection* c : returned) Park(c);
       returned.clear();
-      ExpireIdle();
+      ExpireParked();
     }
   }
 
@@ -274,7 +267,7 @@ class ThreadPoolModel final : public Model {
   }
 
   void Park(BlockingConnection* c) {
-    if (draining_.load()) {
+    if (draining_.load() && !c->in_request) {
       Close(c, CloseReason::kDrain, AcceptorStats());
       return;
     }
@@ -282,43 +275,76 @@ class ThreadPoolModel final : public Model {
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.ptr = c;
     // Each connection is added once and re-armed with MOD afterwards.
-    int op = c->idle_since == Clock::time_point{} ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-    if (epoll_ctl(epoll_fd_, op, c->fd, &ev) != 0) {
+    if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd,
+                  &ev) != 0) {
       Close(c, CloseReason::kError, AcceptorStats());
       return;
     }
-    c->idle_since = Clock::now();
-    // Append to the idle list: every connection gets the same idle_timeout, so the
-    // list is ordered by expiry and expiring is O(1) per connection.
-    c->prev = idle_tail_;
-    c->next = nullptr;
-    if (idle_tail_) idle_tail_->next = c; else idle_head_ = c;
-    idle_tail_ = c;
+    c->registered = true;
+    // Expiry: a request in progress keeps its own deadline (header/body timeout
+    // counted from its first byte); a fresh connection owes its first byte within
+    // header_timeout; an idle keep-alive one gets idle_timeout.
+    const Clock::time_point now = Clock::now();
+    Clock::time_point expires = c->in_request ? c->deadline
+                                : c->fresh    ? now + limits_.header_timeout
+                                              : now + limits_.idle_timeout;
+    c->park_entry = parked_.emplace(expires, c);
     c->parked = true;
   }
 
   void Unlink(BlockingConnection* c) {
     if (!c->parked) return;
-    if (c->prev) c->prev->next = c->next; else idle_head_ = c->next;
-    if (c->next) c->next->prev = c->prev; else idle_tail_ = c->prev;
-    c->prev = c->next = nullptr;
+    parked_.erase(c->park_entry);
     c->parked = false;
   }
 
-  int IdleTimeoutMs() const {
-    if (!idle_head_) return 1000;
+  // Closes a parked connection whose time ran out, with the answer it is owed.
+  void Expire(BlockingConnection* c) {
+    WorkerStats& stats = AcceptorStats();
+    if (c->in_request && (!c->in.empty() || c->codec->InRequest())) {
+      std::string out;
+      c->codec->AppendError(408, {}, out);  // mid-request: the client may read it
+      SendAndForget(c->fd, out);
+      stats.CountStatus(408);
+    }
+    Close(c, c->in_request || c->fresh ? CloseReason::kHeaderTimeout
+                                       : CloseReason::kIdleTimeout,
+          stats);
+  }
+
+  int NextExpiryMs() const {
+    if (parked_.empty()) return 1000;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    idle_head_->idle_since + limits_.idle_timeout - Clock::now())
+                    parked_.begin()->first - Clock::now())
                     .count();
     return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 1000));
   }
 
-  void ExpireIdle() {
+  // O(expired * log n): the index is ordered by expiry.
+  void ExpireParked() {
     const Clock::time_point now = Clock::now();
-    while (idle_head_ && idle_head_->idle_since + limits_.idle_timeout <= now) {
-      BlockingConnection* c = idle_head_;
+    while (!parked_.empty() && parked_.begin()->first <= now) {
+      BlockingConnection* c = parked_.begin()->second;
       Unlink(c);
-      Close(c, CloseReason::kIdleTimeout, AcceptorStats());
+      Expire(c);
+    }
+  }
+
+  void CloseIdleParked() {
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      BlockingConnection* c = it->second;
+      ++it;
+      if (c->in_request) continue;  // mid-request: let it finish (or time out)
+      Unlink(c);
+      Close(c, CloseReason::kDrain, AcceptorStats());
+    }
+  }
+
+  void CloseAllParked() {
+    while (!parked_.empty()) {
+      BlockingConnection* c = parked_.begin()->second;
+      Unlink(c);
+      Close(c, CloseReason::kDrain, AcceptorStats());
     }
   }
 
@@ -389,8 +415,8 @@ class ThreadPoolModel final : public Model {
   bool poller_drained_ = false;
   bool poller_drained_local_ = false;
 
-  BlockingConnection* idle_head_ = nullptr;  // poller thread only
-  BlockingConnection* idle_tail_ = nullptr;
+  // Parked connections by expiry time (poller thread only).
+  std::multimap<Clock::time_point, BlockingConnection*> parked_;
 
   std::vector<std::unique_ptr<InterruptibleSleeper>> sleepers_;
   std::unique_ptr<std::atomic<int>[]> current_fd_;
