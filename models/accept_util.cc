@@ -1,6 +1,5 @@
 #include "models/accept_util.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -32,19 +31,10 @@ void LogRateLimited(int listen_fd, int err) {
 
 }  // namespace
 
-ReserveFd::ReserveFd() { Restore(); }
-ReserveFd::~ReserveFd() { Release(); }
-void ReserveFd::Release() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-void ReserveFd::Restore() {
-  if (fd_ < 0) fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
 unsigned long EmfileEvents() { return emfile_events.load(); }
 
-int AcceptConnection(int listen_fd, ReserveFd& reserve) {
+int AcceptConnection(int listen_fd, AcceptError& error) {
+  error = AcceptError::kNone;
   for (;;) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
@@ -59,19 +49,19 @@ int AcceptConnection(int listen_fd, ReserveFd& reserve) {
       case EPROTO:
         continue;
       case EAGAIN:
+        error = AcceptError::kAgain;
         return -1;
       case EMFILE:
-      case ENFILE: {
+      case ENFILE:
+      case ENOBUFS:
+      case ENOMEM:
         emfile_events.fetch_add(1, std::memory_order_relaxed);
         LogRateLimited(listen_fd, errno);
-        reserve.Release();
-        int victim = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (victim >= 0) close(victim);
-        reserve.Restore();
+        error = AcceptError::kExhausted;
         return -1;
-      }
       default:
         LogRateLimited(listen_fd, errno);
+        error = AcceptError::kOther;
         return -1;
     }
   }

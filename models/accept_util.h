@@ -1,30 +1,23 @@
-// accept() shared by the models: non-blocking, close-on-exec, TCP_NODELAY, and the
-// reserve-descriptor trick for EMFILE (from libev/nginx practice): when the process
-// is out of descriptors, free the reserve, accept and close the pending connection
-// so it does not spin the event loop, then take the reserve back.
+// accept() shared by the models: non-blocking, close-on-exec, TCP_NODELAY, and a
+// clear answer to descriptor exhaustion. On EMFILE/ENFILE the caller pauses
+// accepting for kAcceptPause (as nginx does with its accept events) instead of
+// spinning on a listener that stays readable; pending clients wait in the kernel
+// backlog and are served once descriptors free up.
 #pragma once
+
+#include <chrono>
 
 namespace gearbox {
 
-class ReserveFd {
- public:
-  ReserveFd();
-  ~ReserveFd();
-  ReserveFd(const ReserveFd&) = delete;
-  ReserveFd& operator=(const ReserveFd&) = delete;
-  // Closes the reserve so one descriptor is free; Restore() re-opens it.
-  void Release();
-  void Restore();
+inline constexpr std::chrono::milliseconds kAcceptPause{100};
 
- private:
-  int fd_ = -1;
-};
+enum class AcceptError { kNone, kAgain, kExhausted, kOther };
 
-// Returns the new connection's fd, or -1 when there is nothing to accept (EAGAIN) or
-// the accept failed (logged, rate-limited). Never blocks.
-int AcceptConnection(int listen_fd, ReserveFd& reserve);
+// Returns the new connection's fd, or -1 with `error` set (kAgain: nothing to
+// accept; kExhausted: out of descriptors, pause; kOther: logged, rate-limited).
+int AcceptConnection(int listen_fd, AcceptError& error);
 
-// Counts of descriptor-exhaustion events, for tests and the stats line.
+// Descriptor-exhaustion events so far (for tests and logs).
 unsigned long EmfileEvents();
 
 }  // namespace gearbox

@@ -166,7 +166,7 @@ void AsyncLoop::OnTick() {
     return;
   }
   // Resume accepting once below max_connections (another loop's closes count too).
-  if (!accepting_ &&
+  if (!accepting_ && std::chrono::steady_clock::now() >= accept_paused_until_ &&
       shared_.open.load(std::memory_order_relaxed) < shared_.limits.max_connections) {
     SetAccepting(true);
   }
@@ -192,8 +192,16 @@ void AsyncLoop::OnAccept(size_t listener_index) {
       SetAccepting(false);
       return;
     }
-    int fd = AcceptConnection(l.fd, reserve_);
-    if (fd < 0) return;
+    AcceptError error;
+    int fd = AcceptConnection(l.fd, error);
+    if (fd < 0) {
+      if (error == AcceptError::kExhausted) {
+        // Out of descriptors: stop accepting; the tick resumes after a pause.
+        SetAccepting(false);
+        accept_paused_until_ = std::chrono::steady_clock::now() + kAcceptPause;
+      }
+      return;
+    }
     auto* c = new AsyncConnection();
     c->loop = this;
     c->fd = fd;

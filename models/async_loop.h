@@ -88,7 +88,7 @@ class AsyncLoop {
   event* wake_event_ = nullptr;
   event* tick_event_ = nullptr;
   int wake_fd_ = -1;
-  ReserveFd reserve_;
+  std::chrono::steady_clock::time_point accept_paused_until_{};
   std::thread thread_;
   std::atomic<bool> exited_{false};
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "daemon/logging.h"
@@ -85,7 +86,6 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   bc.draining = &g_draining;
   bc.sleeper = &sleeper;
   const IdlePolicy idle{.park = false, .listeners = listen_fds};
-  ReserveFd reserve;
 
   if (args.ready_fd >= 0) {
     char byte = 1;
@@ -104,8 +104,14 @@ void RunPreforkChild(const PreforkChildArgs& args) {
     if (getppid() == 1) break;
     for (size_t i = 0; i < pfds.size() && !g_draining.load(); ++i) {
       if (!(pfds[i].revents & POLLIN)) continue;
-      int fd = AcceptConnection(pfds[i].fd, reserve);
-      if (fd < 0) continue;
+      AcceptError error;
+      int fd = AcceptConnection(pfds[i].fd, error);
+      if (fd < 0) {
+        // Out of descriptors: back off instead of spinning on a ready listener.
+        if (error == AcceptError::kExhausted)
+          std::this_thread::sleep_for(kAcceptPause);
+        continue;
+      }
       Bump(stats.accepted);
       stats.open_conns.store(1);
       BlockingConnection conn(fd, (*ctx.listeners)[i].protocol, ctx.config.limits);

@@ -195,8 +195,9 @@ class ThreadPoolModel final : public Model {
       if (!draining_.load()) {
         // Backpressure: at max_connections stop accepting; the kernel backlog
         // absorbs the burst until connections close.
-        if (at_cap && listening_) SetListening(false);
-        if (!at_cap && !listening_) SetListening(true);
+        const bool paused = Clock::now() < accept_paused_until_;
+        if ((at_cap || paused) && listening_) SetListening(false);
+        if (!at_cap && !paused && !listening_) SetListening(true);
       }
       int timeout_ms = NextExpiryMs();
       if (!listening_ && !draining_.load()) timeout_ms = std::min(timeout_ms, 50);
@@ -236,8 +237,16 @@ class ThreadPoolModel final : public Model {
     WorkerStats& stats = AcceptorStats();
     for (int batch = 0; batch < 64; ++batch) {
       if (open_.load(std::memory_order_relaxed) >= limits_.max_connections) return;
-      int fd = AcceptConnection(l.fd, reserve_fd_);
-      if (fd < 0) return;  // EAGAIN, or an error already logged
+      AcceptError error;
+      int fd = AcceptConnection(l.fd, error);
+      if (fd < 0) {
+        if (error == AcceptError::kExhausted) {
+          // Out of descriptors: stop watching the listeners for a moment.
+          SetListening(false);
+          accept_paused_until_ = Clock::now() + kAcceptPause;
+        }
+        return;
+      }
       Bump(stats.accepted);
       open_.fetch_add(1, std::memory_order_relaxed);
       auto* c = new BlockingConnection(fd, l.protocol, limits_);
@@ -399,7 +408,7 @@ class ThreadPoolModel final : public Model {
   bool started_ = false;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  ReserveFd reserve_fd_;
+  Clock::time_point accept_paused_until_{};  // poller thread only
   std::atomic<bool> draining_{false};
   std::atomic<bool> poller_stop_{false};
   std::atomic<int64_t> open_{0};
