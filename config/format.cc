@@ -84,7 +84,9 @@ std::string FormatConfig(const Config& c) {
 
   out << "\n[server]\n"
       << "model = " << QuoteToml(c.server.model) << "\n"
-      << "graceful_timeout = " << Dur(c.server.graceful_timeout) << "\n";
+      << "graceful_timeout = " << Dur(c.server.graceful_timeout) << "\n"
+      << "enable_crash_handler = "
+      << (c.server.enable_crash_handler ? "true" : "false") << "\n";
 
   for (const ListenConfig& l : c.listen) {
     out << "\n[[listen]]\n"

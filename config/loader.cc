@@ -142,7 +142,8 @@ class Loader {
           label, *table,
           {{"model", OneOf(vocabulary_.models, "model", &config_.server.model)},
            {"graceful_timeout",
-            Dur(&config_.server.graceful_timeout, Duration(0), kYear)}});
+            Dur(&config_.server.graceful_timeout, Duration(0), kYear)},
+           {"enable_crash_handler", Bool(&config_.server.enable_crash_handler)}});
     }
     if (name == "threadpool") {
       return ReadTable(label, *table,
@@ -277,6 +278,7 @@ class Loader {
       return Fail(handler->source().begin, label + " handler: " + *complaint);
     }
     const std::string& h = route.handler;
+    if (h == "crash") crash_routes_.push_back(handler->source().begin);
     const std::vector<Field> fields = config_internal::RouteFields(&route);
     if (!ReadTable(label, table, fields, " for handler " + QuoteToml(h))) {
       return false;
@@ -340,6 +342,13 @@ class Loader {
       if (!listen_set_) config_.listen = std::move(defaults.listen);
       if (!routes_set_) config_.routes = std::move(defaults.routes);
     }
+    if (!crash_routes_.empty() && !config_.server.enable_crash_handler) {
+      // A handler that kills the process must never be one typo away.
+      Fail(crash_routes_.front(),
+           "[[route]] handler: \"crash\" is for fault tests only; set [server] "
+           "enable_crash_handler = true to allow it");
+      return;
+    }
     const auto& models = vocabulary_.models;
     if (!fallback_ && !model_set_ &&
         std::find(models.begin(), models.end(), config_.server.model) ==
@@ -360,7 +369,8 @@ class Loader {
   bool listen_set_ = false;
   bool routes_set_ = false;
   std::vector<int> listen_lines_;  // line of each [[listen]] in config_.listen
-  std::vector<int> route_lines_;  // line of each route's path in config_.routes
+  std::vector<int> route_lines_;
+  std::vector<toml::source_position> crash_routes_;  // line of each route's path in config_.routes
 };
 
 }  // namespace

@@ -16,8 +16,9 @@ class FastCgiCodec final : public ServerCodec {
     return parser_.Parse(buffer, request, out);
   }
 
-  // The request id, FCGI_KEEP_CONN and HEAD come from the parser's record of the
-  // last completed request, so a model may pass a trimmed copy of `request`.
+  // The request id, FCGI_KEEP_CONN and HEAD come from the parser's record of
+  // the last completed request, so a model may pass a trimmed copy of
+  // `request`.
   bool AppendResponse(const Request&, const Response& response, bool close,
                       std::string& out) override {
     fcgi::AppendResponseRecords(out, parser_.scratch(), parser_.done_id(),
@@ -27,9 +28,10 @@ class FastCgiCodec final : public ServerCodec {
 
   // Overload (503) and timeout (408) answers. FastCGI has no way to answer a
   // connection without a request id: when a request is being received, it gets
-  // the answer; otherwise the answer goes to request id 1, the id nginx uses for
-  // every request, so nginx reports it as the upstream's response instead of
-  // "upstream prematurely closed connection". The connection closes after it.
+  // the answer; otherwise the answer goes to request id 1, the id nginx uses
+  // for every request, so nginx reports it as the upstream's response instead
+  // of "upstream prematurely closed connection". The connection closes after
+  // it.
   void AppendError(int status, std::string_view extra_headers,
                    std::string& out) override {
     const uint16_t id = parser_.active_id() ? parser_.active_id() : 1;

@@ -10,8 +10,8 @@ namespace {
 
 using Status = ServerCodec::Status;
 
-// Bodies above this are not kept between requests: an idle keep-alive connection
-// should not hold on to the largest body it ever received.
+// Bodies above this are not kept between requests: an idle keep-alive
+// connection should not hold on to the largest body it ever received.
 constexpr size_t kKeepCapacity = 65536;
 
 uint16_t ReadU16(std::string_view s, size_t at) {
@@ -70,8 +70,8 @@ FastCgiParser::Result FastCgiParser::Parse(std::string_view buffer,
   for (;;) {
     if (!in_record_) {
       if (pos_ == buffer.size()) return Continue();
-      // Checked on the first byte: an HTTP request sent to the FastCGI socket (or
-      // any garbage) fails at once instead of waiting for a header.
+      // Checked on the first byte: an HTTP request sent to the FastCGI socket
+      // (or any garbage) fails at once instead of waiting for a header.
       if (static_cast<uint8_t>(buffer[pos_]) != fcgi::kVersion1) {
         return Fail("bad_version");
       }
@@ -148,7 +148,8 @@ FastCgiParser::Result FastCgiParser::OnHeader(std::string& out) {
       content_ = Content::kStream;
       return Continue();
     case fcgi::kData:
-      return Continue();  // the Filter role's second stream; a responder has none
+      return Continue();  // the Filter role's second stream; a responder has
+                          // none
     default:
       // Application-to-server types (STDOUT, END_REQUEST...) or unknown ones.
       return Fail("unexpected_type");
@@ -180,7 +181,8 @@ FastCgiParser::Result FastCgiParser::OnWhole(std::string_view content,
   const bool keep_conn = (static_cast<uint8_t>(content[2]) & fcgi::kKeepConn);
   if (active_) {
     if (id == id_) return Fail("bad_order");
-    // One request at a time (we announce FCGI_MPXS_CONNS=0): refuse, never drop.
+    // One request at a time (we announce FCGI_MPXS_CONNS=0): refuse, never
+    // drop.
     fcgi::AppendEndRequest(out, id, 0, fcgi::kCantMpxConn);
     return Continue();
   }
@@ -248,7 +250,8 @@ FastCgiParser::Result FastCgiParser::EndParams(std::string& out) {
   std::string_view length;
   if (FindParam("CONTENT_LENGTH", &length) && !length.empty()) {
     uint64_t n = 0;
-    auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+    auto [end, ec] =
+        std::from_chars(length.data(), length.data() + length.size(), n);
     (void)end;
     if (ec == std::errc::result_out_of_range ||
         (ec == std::errc() && n > max_body_bytes_)) {
@@ -345,8 +348,8 @@ void FastCgiParser::BuildRequest(Request& request) {
   // Headers come back from CGI names: HTTP_USER_AGENT -> User-Agent, plus
   // CONTENT_TYPE and CONTENT_LENGTH (which CGI sends without the HTTP_ prefix;
   // nginx sends them empty when absent, so empty ones are not headers). The
-  // names are rewritten in place in params_, which this parser owns; the lookups
-  // above are done by then and no other name changes.
+  // names are rewritten in place in params_, which this parser owns; the
+  // lookups above are done by then and no other name changes.
   request.headers.clear();
   for (const fcgi::PairSpan& p : pairs_) {
     const std::string_view name = Name(p);

@@ -1,7 +1,7 @@
 // FastCGI 1.0 responder input: records in, one Request out at a time. Pure: no
-// sockets, no clock. One request at a time per connection (FCGI_MPXS_CONNS = 0),
-// as nginx uses it: a second BEGIN_REQUEST while one is active is refused with
-// FCGI_CANT_MPX_CONN, never dropped.
+// sockets, no clock. One request at a time per connection (FCGI_MPXS_CONNS =
+// 0), as nginx uses it: a second BEGIN_REQUEST while one is active is refused
+// with FCGI_CANT_MPX_CONN, never dropped.
 #pragma once
 
 #include <cstddef>
@@ -25,13 +25,13 @@ class FastCgiParser {
   FastCgiParser(const FastCgiParser&) = delete;
   FastCgiParser& operator=(const FastCgiParser&) = delete;
 
-  // The ServerCodec::Parse contract: `buffer` holds every unconsumed byte and only
-  // grows between calls until kComplete, whose `consumed` runs through the end of
-  // the request's last record (the empty STDIN record and its padding). Only new
-  // bytes are looked at (O(total)). Management replies, refusals (UNKNOWN_ROLE,
-  // CANT_MPX_CONN), abort acknowledgements and 400/413/431 answers go to `out`.
-  // On kComplete the views in `request` point into this parser's own buffers and
-  // stay valid until the next Parse() call.
+  // The ServerCodec::Parse contract: `buffer` holds every unconsumed byte and
+  // only grows between calls until kComplete, whose `consumed` runs through the
+  // end of the request's last record (the empty STDIN record and its padding).
+  // Only new bytes are looked at (O(total)). Management replies, refusals
+  // (UNKNOWN_ROLE, CANT_MPX_CONN), abort acknowledgements and 400/413/431
+  // answers go to `out`. On kComplete the views in `request` point into this
+  // parser's own buffers and stay valid until the next Parse() call.
   Result Parse(std::string_view buffer, Request& request, std::string& out);
 
   // A request (BEGIN_REQUEST seen) or part of a record is pending.
@@ -53,10 +53,12 @@ class FastCgiParser {
   // What the loop does with the current record's content.
   enum class Content {
     kWhole,   // wait for all of it, then OnWhole() (BEGIN, ABORT, management)
-    kStream,  // hand it over as it arrives (PARAMS, STDIN of the active request)
+    kStream,  // hand it over as it arrives (PARAMS, STDIN of the active
+              // request)
     kSkip,    // drop it (inactive request ids, DATA, content already handled)
   };
-  // Parse steps return kIncomplete to mean "carry on"; anything else ends Parse.
+  // Parse steps return kIncomplete to mean "carry on"; anything else ends
+  // Parse.
   static Result Continue() { return Result{}; }
   static bool Stop(const Result& r) {
     return r.status != ServerCodec::Status::kIncomplete;
@@ -87,12 +89,13 @@ class FastCgiParser {
   const size_t max_body_bytes_;
   const int64_t max_connections_;
   // Bound on the unconsumed window (record overhead, ignored records and
-  // management records included): nothing legitimate comes near it, and it keeps a
-  // peer that never completes a request from growing the caller's buffer forever.
+  // management records included): nothing legitimate comes near it, and it
+  // keeps a peer that never completes a request from growing the caller's
+  // buffer forever.
   const size_t max_window_bytes_;
 
-  // Record framing, as offsets into the caller's buffer (they survive the caller
-  // moving the bytes; they restart at 0 after kComplete).
+  // Record framing, as offsets into the caller's buffer (they survive the
+  // caller moving the bytes; they restart at 0 after kComplete).
   size_t pos_ = 0;   // next byte to look at
   size_t seen_ = 0;  // buffer size at the last call (partial header bytes)
   bool in_record_ = false;
@@ -106,7 +109,7 @@ class FastCgiParser {
   uint16_t id_ = 0;
   bool keep_conn_ = false;
   bool params_done_ = false;
-  std::string params_;  // the PARAMS stream, concatenated across records
+  std::string params_;        // the PARAMS stream, concatenated across records
   size_t params_parsed_ = 0;  // offset of the first pair not yet decoded
   std::vector<fcgi::PairSpan> pairs_;
   std::string body_;     // the STDIN stream

@@ -1,5 +1,6 @@
-// FastCGI 1.0 wire format (https://fastcgi-archives.github.io/FastCGI_Specification.html):
-// record header, record types, roles, flags, statuses and name-value pair lengths.
+// FastCGI 1.0 wire format
+// (https://fastcgi-archives.github.io/FastCGI_Specification.html): record
+// header, record types, roles, flags, statuses and name-value pair lengths.
 // Only what a responder needs; shared by the parser, the writer and the tests.
 #pragma once
 
@@ -12,7 +13,7 @@ namespace gearbox::fcgi {
 
 inline constexpr uint8_t kVersion1 = 1;
 inline constexpr size_t kHeaderSize = 8;
-inline constexpr size_t kMaxContent = 65535;  // contentLength is 16 bits
+inline constexpr size_t kMaxContent = 65535;   // contentLength is 16 bits
 inline constexpr uint16_t kNullRequestId = 0;  // management records
 
 enum RecordType : uint8_t {
@@ -88,8 +89,8 @@ inline uint8_t PaddingFor(size_t content_length) {
   return static_cast<uint8_t>((8 - content_length % 8) % 8);
 }
 
-// A name-value pair's lengths: one byte when < 128, else four bytes with the high
-// bit set (so at most 2^31 - 1).
+// A name-value pair's lengths: one byte when < 128, else four bytes with the
+// high bit set (so at most 2^31 - 1).
 inline void AppendPairLength(std::string& out, size_t length) {
   if (length < 128) {
     out.push_back(static_cast<char>(length));
@@ -120,8 +121,9 @@ struct PairSpan {
 
 // Decodes the pair starting at `pos` of `stream`. Returns false when the stream
 // does not (yet) hold the whole pair; `pair.end` is then the extent the lengths
-// declare (0 while the lengths themselves are incomplete). Lengths are 64-bit sums
-// of 31-bit values: no overflow, and a length beyond the stream is "not yet".
+// declare (0 while the lengths themselves are incomplete). Lengths are 64-bit
+// sums of 31-bit values: no overflow, and a length beyond the stream is "not
+// yet".
 inline bool DecodePair(std::string_view stream, size_t pos, PairSpan& pair) {
   pair = PairSpan{};
   auto length = [&](size_t& at, size_t& len) {

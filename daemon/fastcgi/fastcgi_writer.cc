@@ -46,7 +46,8 @@ void AppendEnd(std::string& out, uint16_t request_id) {
 
 void AppendRecord(std::string& out, uint8_t type, uint16_t request_id,
                   std::string_view content) {
-  content = content.substr(0, kMaxContent);  // callers stay below; never overflow
+  content =
+      content.substr(0, kMaxContent);  // callers stay below; never overflow
   const uint8_t padding = PaddingFor(content.size());
   AppendHeader(out, type, request_id, static_cast<uint16_t>(content.size()),
                padding);
@@ -97,14 +98,15 @@ void AppendUnknownType(std::string& out, uint8_t type) {
 void AppendResponseRecords(std::string& out, std::string& scratch,
                            uint16_t request_id, const Response& response,
                            bool is_head) {
-  const bool bodiless = response.status == 204 || response.status == 304 ||
-                        response.status < 200;
+  const bool bodiless =
+      response.status == 204 || response.status == 304 || response.status < 200;
   scratch.clear();
   AppendHead(scratch, response.status, response.content_type,
              response.body.size(), bodiless, response.extra_headers);
   const bool send_body = !is_head && !bodiless;
-  AppendStream(out, kStdout, request_id, scratch,
-               send_body ? std::string_view(response.body) : std::string_view());
+  AppendStream(
+      out, kStdout, request_id, scratch,
+      send_body ? std::string_view(response.body) : std::string_view());
   AppendEnd(out, request_id);
 }
 

@@ -14,8 +14,9 @@ namespace gearbox::fcgi {
 void AppendRecord(std::string& out, uint8_t type, uint16_t request_id,
                   std::string_view content);
 
-// `a` then `b` as one stream of records of at most kMaxContent bytes each, padded
-// to a multiple of 8. Appends nothing when both are empty (no end-of-stream).
+// `a` then `b` as one stream of records of at most kMaxContent bytes each,
+// padded to a multiple of 8. Appends nothing when both are empty (no
+// end-of-stream).
 void AppendStream(std::string& out, uint8_t type, uint16_t request_id,
                   std::string_view a, std::string_view b = {});
 
@@ -34,7 +35,8 @@ void AppendResponseRecords(std::string& out, std::string& scratch,
                            uint16_t request_id, const Response& response,
                            bool is_head);
 
-// The same for an error answer (413, 431, 503, 408...): text/plain reason phrase.
+// The same for an error answer (413, 431, 503, 408...): text/plain reason
+// phrase.
 void AppendErrorRecords(std::string& out, std::string& scratch,
                         uint16_t request_id, int status,
                         std::string_view extra_headers);

@@ -14,11 +14,11 @@ struct HandlerKind {
 constexpr HandlerKind kHandlerTable[] = {
     {"text", &MakeTextHandler},   {"wait", &MakeWaitHandler},
     {"burn", &MakeBurnHandler},   {"echo", &MakeEchoHandler},
-    {"status", &MakeStatusHandler},
+    {"status", &MakeStatusHandler}, {"crash", &MakeCrashHandler},
 };
 
-constexpr std::string_view kHandlerNames[] = {"text", "wait", "burn", "echo",
-                                              "status"};
+constexpr std::string_view kHandlerNames[] = {"text", "wait",   "burn",
+                                              "echo", "status", "crash"};
 static_assert(std::size(kHandlerNames) == std::size(kHandlerTable));
 
 }  // namespace

@@ -43,6 +43,10 @@ std::unique_ptr<Handler> MakeEchoHandler(const RouteConfig& route,
                                          const ServerInfo& info);
 std::unique_ptr<Handler> MakeStatusHandler(const RouteConfig& route,
                                            const ServerInfo& info);
+// Test-only: aborts the process. The loader allows it only with
+// [server] enable_crash_handler = true.
+std::unique_ptr<Handler> MakeCrashHandler(const RouteConfig& route,
+                                          const ServerInfo& info);
 
 // Parses a non-negative decimal query value; `fallback` when absent or malformed.
 int64_t QueryInt(const Request& request, std::string_view key, int64_t fallback);

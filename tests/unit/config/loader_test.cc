@@ -18,8 +18,8 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 constexpr std::string_view kModels[] = {"prefork", "threadpool", "async"};
-constexpr std::string_view kHandlers[] = {"text", "wait", "burn", "echo",
-                                          "status"};
+constexpr std::string_view kHandlers[] = {"text",   "wait", "burn",
+                                          "echo",   "status", "crash"};
 const ConfigVocabulary kVocabulary{kModels, kHandlers};
 
 Config Load(std::string_view toml) {
@@ -371,7 +371,7 @@ TEST(LoaderErrorTest, UnknownKey) {
               "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
               "max_body_bytes, max_connections)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
-              "[server] threads: unknown key (valid: model, graceful_timeout)");
+              "[server] threads: unknown key (valid: model, graceful_timeout, enable_crash_handler)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nport = 8\n", 3, 1,
               "[[listen]] #1 port: unknown key (valid: address, protocol, "
               "name, backlog, unix_mode)");
@@ -570,6 +570,18 @@ TEST(LoaderErrorTest, FirstErrorInTheFileWins) {
               "[threadpool] threads");
   ExpectError("[limits]\nmax_connections = 0\nbody_timeout = \"x\"\n", 2, 19,
               "[limits] max_connections");
+}
+
+TEST(LoaderErrorTest, CrashHandlerNeedsTheServerFlag) {
+  ExpectError("[[route]]\npath = \"/c\"\nhandler = \"crash\"\n", 3, 11,
+              "enable_crash_handler = true");
+  // The flag may come after the route.
+  Config c = Load(
+      "[[route]]\npath = \"/c\"\nhandler = \"crash\"\n"
+      "[server]\nenable_crash_handler = true\n");
+  ASSERT_EQ(c.routes.size(), 1u);
+  EXPECT_EQ(c.routes[0].handler, "crash");
+  EXPECT_TRUE(c.server.enable_crash_handler);
 }
 
 TEST(LoaderErrorTest, ToString) {

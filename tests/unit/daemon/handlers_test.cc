@@ -111,7 +111,7 @@ TEST(HandlerTableTest, NamesAndFactories) {
   std::vector<std::string_view> names(HandlerNames().begin(),
                                       HandlerNames().end());
   EXPECT_EQ(names, (std::vector<std::string_view>{"text", "wait", "burn",
-                                                  "echo", "status"}));
+                                                  "echo", "status", "crash"}));
   ServerInfo info = Info();
   for (std::string_view name : names) {
     EXPECT_NE(MakeHandler(Route("/x", std::string(name)), info), nullptr)
