@@ -18,8 +18,8 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 constexpr std::string_view kModels[] = {"prefork", "threadpool", "async"};
-constexpr std::string_view kHandlers[] = {"text",   "wait", "burn",
-                                          "echo",   "status", "crash"};
+constexpr std::string_view kHandlers[] = {"text", "wait",   "burn",
+                                          "echo", "status", "crash"};
 const ConfigVocabulary kVocabulary{kModels, kHandlers};
 
 Config Load(std::string_view toml) {
@@ -371,7 +371,8 @@ TEST(LoaderErrorTest, UnknownKey) {
               "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
               "max_body_bytes, max_connections)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
-              "[server] threads: unknown key (valid: model, graceful_timeout, enable_crash_handler)");
+              "[server] threads: unknown key (valid: model, graceful_timeout, "
+              "enable_crash_handler)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nport = 8\n", 3, 1,
               "[[listen]] #1 port: unknown key (valid: address, protocol, "
               "name, backlog, unix_mode)");
@@ -505,7 +506,7 @@ TEST(LoaderErrorTest, UnknownModel) {
 TEST(LoaderErrorTest, UnknownHandler) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"nope\"\n", 3, 11,
               "[[route]] #1 handler: unknown handler \"nope\" (valid: text, "
-              "wait, burn, echo, status)");
+              "wait, burn, echo, status, crash)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nprotocol = \"spdy\"\n", 3,
               12, "unknown protocol \"spdy\" (valid: http, fastcgi)");
   ExpectError("[log]\nlevel = \"verbose\"\n", 2, 9,
