@@ -1,6 +1,6 @@
-// A growable byte buffer with a read cursor: append at the tail, consume from the
-// head, compact only when needed. Unlike std::string, growing the tail does not
-// zero-fill, so recv() can write straight into it.
+// A growable byte buffer with a read cursor: append at the tail, consume from
+// the head, compact only when needed. Unlike std::string, growing the tail does
+// not zero-fill, so recv() can write straight into it.
 #pragma once
 
 #include <cstdlib>
@@ -20,7 +20,8 @@ class Buffer {
   size_t size() const { return tail_ - head_; }
   bool empty() const { return head_ == tail_; }
 
-  // A writable region of at least `min` bytes at the tail; Commit() what was used.
+  // A writable region of at least `min` bytes at the tail; Commit() what was
+  // used.
   char* Reserve(size_t min) {
     if (capacity_ - tail_ < min) Grow(min);
     return data_ + tail_;
@@ -47,7 +48,8 @@ class Buffer {
  private:
   void Grow(size_t min) {
     size_t used = tail_ - head_;
-    if (head_ > 0) {  // compact first: the parser works on offsets, not pointers
+    if (head_ >
+        0) {  // compact first: the parser works on offsets, not pointers
       memmove(data_, data_ + head_, used);
       head_ = 0;
       tail_ = used;

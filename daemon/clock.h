@@ -1,4 +1,5 @@
-// Monotonic microseconds, the one time base for latency figures (vDSO, no syscall).
+// Monotonic microseconds, the one time base for latency figures (vDSO, no
+// syscall).
 #pragma once
 
 #include <chrono>

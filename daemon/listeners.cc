@@ -46,13 +46,16 @@ std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
     std::string path(a.substr(5));
     auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
     sun->sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sun->sun_path)) return "unix path too long: " + path;
+    if (path.size() >= sizeof(sun->sun_path))
+      return "unix path too long: " + path;
     memcpy(sun->sun_path, path.data(), path.size());
-    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
+                                 1);
     family = AF_UNIX;
     // A stale socket file from a previous run would make bind() fail.
     struct stat st;
-    if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
+    if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      unlink(path.c_str());
   } else {
     size_t colon = a.rfind(':');
     std::string host(a.substr(0, colon));
@@ -82,10 +85,12 @@ std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
   int one = 1;
   if (family != AF_UNIX) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (family == AF_INET6)
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
   }
   if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    std::string e = Errno("bind(fd=" + std::to_string(fd) + ", " + lc.address + ")");
+    std::string e =
+        Errno("bind(fd=" + std::to_string(fd) + ", " + lc.address + ")");
     close(fd);
     return e;
   }
@@ -97,7 +102,8 @@ std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
             lc.backlog, somaxconn);
   }
   if (listen(fd, lc.backlog) != 0) {
-    std::string e = Errno("listen(fd=" + std::to_string(fd) + ", " + lc.address + ")");
+    std::string e =
+        Errno("listen(fd=" + std::to_string(fd) + ", " + lc.address + ")");
     close(fd);
     return e;
   }
@@ -174,7 +180,8 @@ std::string BoundAddress(int fd) {
   if (ss.ss_family == AF_INET6) {
     auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
     inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(s6->sin6_port));
+    return "[" + std::string(host) +
+           "]:" + std::to_string(ntohs(s6->sin6_port));
   }
   if (ss.ss_family == AF_UNIX) {
     auto* sun = reinterpret_cast<sockaddr_un*>(&ss);

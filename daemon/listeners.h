@@ -15,14 +15,15 @@ struct Listener {
   Protocol protocol = Protocol::kHttp;
   std::string name;
   std::string address;
-  bool from_systemd = false;  // never shutdown() or unlink a socket systemd owns
+  bool from_systemd =
+      false;  // never shutdown() or unlink a socket systemd owns
 };
 
 using Listeners = std::vector<Listener>;
 
 // Takes the sockets systemd passed (LISTEN_FDS/LISTEN_FDNAMES) or binds each
-// [[listen]] address. Listening fds are non-blocking and close-on-exec. Returns an
-// error naming the failed call and its arguments.
+// [[listen]] address. Listening fds are non-blocking and close-on-exec. Returns
+// an error naming the failed call and its arguments.
 std::variant<Listeners, std::string> AcquireListeners(
     const std::vector<ListenConfig>& config);
 

@@ -12,7 +12,8 @@ bool SetLogLevel(std::string_view level) {
 }
 
 void InitLogging(std::string_view level) {
-  // stderr, unbuffered per line; the mutex sink keeps lines whole across threads.
+  // stderr, unbuffered per line; the mutex sink keeps lines whole across
+  // threads.
   auto logger = spdlog::stderr_logger_mt("gearbox");
   spdlog::drop("gearbox");
   spdlog::set_default_logger(logger);

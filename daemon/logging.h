@@ -9,8 +9,8 @@
 
 namespace gearbox {
 
-// Installs the stderr logger with the logfmt pattern. Safe to call again (after a
-// reload changes the level, or in a forked child).
+// Installs the stderr logger with the logfmt pattern. Safe to call again (after
+// a reload changes the level, or in a forked child).
 void InitLogging(std::string_view level);
 // Returns false when `level` is not a spdlog level name.
 bool SetLogLevel(std::string_view level);

@@ -23,7 +23,8 @@ constexpr const char* kUsage =
     "                       file:line:col: error otherwise\n"
     "  -p, --print-config   print the effective config (defaults filled in)\n"
     "  -F, --foreground-single\n"
-    "                       one worker only (1 child / 1 thread / 1 loop), for a\n"
+    "                       one worker only (1 child / 1 thread / 1 loop), for "
+    "a\n"
     "                       debugger\n"
     "  -v, --version        print the version\n"
     "  -h, --help           this text\n"
@@ -46,20 +47,36 @@ int main(int argc, char** argv) {
   int opt;
   while ((opt = getopt_long(argc, argv, "c:tpFvh", kOptions, nullptr)) != -1) {
     switch (opt) {
-      case 'c': path = optarg; break;
-      case 't': test = true; break;
-      case 'p': print = true; break;
-      case 'F': single = true; break;
-      case 'v': printf("gearboxd %s\n", kVersion); return 0;
-      case 'h': fputs(kUsage, stdout); return 0;
-      default: fputs(kUsage, stderr); return 2;
+      case 'c':
+        path = optarg;
+        break;
+      case 't':
+        test = true;
+        break;
+      case 'p':
+        print = true;
+        break;
+      case 'F':
+        single = true;
+        break;
+      case 'v':
+        printf("gearboxd %s\n", kVersion);
+        return 0;
+      case 'h':
+        fputs(kUsage, stdout);
+        return 0;
+      default:
+        fputs(kUsage, stderr);
+        return 2;
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind], kUsage);
+    fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind],
+            kUsage);
     return 2;
   }
-  gearbox::ConfigVocabulary vocab{gearbox::ModelNames(), gearbox::HandlerNames()};
+  gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
+                                  gearbox::HandlerNames()};
   gearbox::ConfigResult loaded =
       path.empty() ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),
                                                "<embedded>", vocab)
@@ -71,7 +88,8 @@ int main(int argc, char** argv) {
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = single;
   if (test) {
-    fprintf(stderr, "gearboxd: configuration %s is valid\n", config.source.c_str());
+    fprintf(stderr, "gearboxd: configuration %s is valid\n",
+            config.source.c_str());
     return 0;
   }
   if (print) {

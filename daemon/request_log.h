@@ -1,5 +1,6 @@
-// Optional per-request logging: the access log ([log] access = true) and the slow
-// log ([log] slow = "500ms"). Off by default; when off, it costs one branch.
+// Optional per-request logging: the access log ([log] access = true) and the
+// slow log ([log] slow = "500ms"). Off by default; when off, it costs one
+// branch.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,8 @@ class RequestLog {
  public:
   explicit RequestLog(const LogConfig& config)
       : access_(config.access),
-        slow_us_(config.slow ? static_cast<uint64_t>(config.slow->count()) : 0) {}
+        slow_us_(config.slow ? static_cast<uint64_t>(config.slow->count())
+                             : 0) {}
   bool enabled() const { return access_ || slow_us_ > 0; }
   void Record(const RequestRecord& r) const;
 

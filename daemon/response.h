@@ -13,7 +13,8 @@ struct Response {
   std::string body;  // reused across requests (clear() keeps its capacity)
   // Extra preformatted header lines, each "Name: value\r\n" (e.g. Retry-After).
   std::string extra_headers;
-  bool close = false;  // ask the codec to close the connection after this response
+  bool close =
+      false;  // ask the codec to close the connection after this response
 
   void Reset() {
     status = 200;

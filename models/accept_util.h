@@ -1,8 +1,8 @@
-// accept() shared by the models: non-blocking, close-on-exec, TCP_NODELAY, and a
-// clear answer to descriptor exhaustion. On EMFILE/ENFILE the caller pauses
+// accept() shared by the models: non-blocking, close-on-exec, TCP_NODELAY, and
+// a clear answer to descriptor exhaustion. On EMFILE/ENFILE the caller pauses
 // accepting for kAcceptPause (as nginx does with its accept events) instead of
-// spinning on a listener that stays readable; pending clients wait in the kernel
-// backlog and are served once descriptors free up.
+// spinning on a listener that stays readable; pending clients wait in the
+// kernel backlog and are served once descriptors free up.
 #pragma once
 
 #include <chrono>

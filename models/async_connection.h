@@ -18,10 +18,10 @@ namespace gearbox {
 
 class AsyncLoop;
 
-// Memory matters here: 10,000 idle keep-alive clients must cost well under 1 KiB
-// each. An idle connection holds only this struct and its codec; its input and
-// output buffers are empty (reads land in the loop's shared buffer first) and the
-// Request lives in the loop.
+// Memory matters here: 10,000 idle keep-alive clients must cost well under 1
+// KiB each. An idle connection holds only this struct and its codec; its input
+// and output buffers are empty (reads land in the loop's shared buffer first)
+// and the Request lives in the loop.
 struct AsyncConnection {
   enum class State : uint8_t {
     kReading,  // idle or receiving a request; io event armed for EV_READ
@@ -36,16 +36,17 @@ struct AsyncConnection {
   bool body_armed = false;  // deadline is the body's
   bool close_after_write = false;
   CloseReason close_reason = CloseReason::kServer;
-  uint8_t io_mode = 0;      // 0: io not pending, EV_READ or EV_WRITE
-  struct event io;     // EV_READ or EV_WRITE on fd
-  struct event timer;  // idle/header/body/send timeouts and handler waits
+  uint8_t io_mode = 0;  // 0: io not pending, EV_READ or EV_WRITE
+  struct event io;      // EV_READ or EV_WRITE on fd
+  struct event timer;   // idle/header/body/send timeouts and handler waits
   std::unique_ptr<ServerCodec> codec;
   Buffer in;        // unconsumed input that did not fit in one read
   std::string out;  // output the socket did not take yet
   size_t out_off = 0;
   // A request whose handler is waiting. Heap-allocated only then, so idle
-  // connections stay small. The Request keeps only what the codec needs to frame
-  // the response (version, keep-alive, HEAD); its views are not used after Start.
+  // connections stay small. The Request keeps only what the codec needs to
+  // frame the response (version, keep-alive, HEAD); its views are not used
+  // after Start.
   struct Pending {
     std::unique_ptr<Exchange> exchange;
     Response response;
@@ -54,7 +55,7 @@ struct AsyncConnection {
     RequestTiming timing;
   };
   std::unique_ptr<Pending> pending;
-  AsyncConnection* prev = nullptr;      // the loop's list of connections
+  AsyncConnection* prev = nullptr;  // the loop's list of connections
   AsyncConnection* next = nullptr;
 };
 

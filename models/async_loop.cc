@@ -81,16 +81,17 @@ std::string AsyncLoop::Init() {
   event_config* cfg = event_config_new();
   // Each base is used by exactly one thread; other threads only write wake_fd_.
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-  // epoll_wait() alone has millisecond resolution, which turns a 1 ms handler wait
-  // into 2-4 ms; the precise timer adds a timerfd to the epoll set.
+  // epoll_wait() alone has millisecond resolution, which turns a 1 ms handler
+  // wait into 2-4 ms; the precise timer adds a timerfd to the epoll set.
   event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
-  if (!base_) return "event_base_new_with_config(EVENT_BASE_FLAG_NOLOCK) failed";
+  if (!base_)
+    return "event_base_new_with_config(EVENT_BASE_FLAG_NOLOCK) failed";
   for (size_t i = 0; i < shared_.listeners->size(); ++i) {
     int fd = (*shared_.listeners)[i].fd;
-    event* e = event_new(base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Accept,
-                         new ListenerArg{this, i});
+    event* e = event_new(base_, fd, EV_READ | EV_PERSIST,
+                         &AsyncCallbacks::Accept, new ListenerArg{this, i});
     if (!e) return "event_new(listener fd=" + std::to_string(fd) + ") failed";
     listen_events_.push_back(e);
   }
@@ -102,8 +103,9 @@ std::string AsyncLoop::Init() {
   tick_event_ = event_new(base_, -1, EV_PERSIST, &AsyncCallbacks::Tick, this);
   timeval tick = {0, 100000};
   event_add(tick_event_, &tick);
-  // Every connection shares these two durations: libevent keeps a common timeout
-  // in a FIFO queue instead of its heap, so re-arming per request is O(1).
+  // Every connection shares these two durations: libevent keeps a common
+  // timeout in a FIFO queue instead of its heap, so re-arming per request is
+  // O(1).
   timeval idle = ToTimeval(shared_.limits.idle_timeout);
   timeval header = ToTimeval(shared_.limits.header_timeout);
   idle_tv_ = event_base_init_common_timeout(base_, &idle);
@@ -165,9 +167,11 @@ void AsyncLoop::OnTick() {
     if (conns_ == 0) event_base_loopbreak(base_);
     return;
   }
-  // Resume accepting once below max_connections (another loop's closes count too).
+  // Resume accepting once below max_connections (another loop's closes count
+  // too).
   if (!accepting_ && std::chrono::steady_clock::now() >= accept_paused_until_ &&
-      shared_.open.load(std::memory_order_relaxed) < shared_.limits.max_connections) {
+      shared_.open.load(std::memory_order_relaxed) <
+          shared_.limits.max_connections) {
     SetAccepting(true);
   }
 }
@@ -206,7 +210,8 @@ void AsyncLoop::OnAccept(size_t listener_index) {
     c->loop = this;
     c->fd = fd;
     c->codec = MakeCodec(l.protocol, shared_.limits);
-    event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read, c);
+    event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read,
+                 c);
     event_assign(&c->timer, base_, -1, 0, &AsyncCallbacks::Timer, c);
     c->next = head_;
     if (head_) head_->prev = c;
@@ -214,7 +219,8 @@ void AsyncLoop::OnAccept(size_t listener_index) {
     ++conns_;
     shared_.open.fetch_add(1, std::memory_order_relaxed);
     Bump(stats_.accepted);
-    stats_.open_conns.store(static_cast<uint64_t>(conns_), std::memory_order_relaxed);
+    stats_.open_conns.store(static_cast<uint64_t>(conns_),
+                            std::memory_order_relaxed);
     ArmRead(c);
     // A client that connects and sends nothing is held to header_timeout.
     c->in_request = true;
@@ -225,7 +231,8 @@ void AsyncLoop::OnAccept(size_t listener_index) {
 void AsyncLoop::ArmRead(AsyncConnection* c) {
   if (c->io_mode == EV_READ) return;
   if (c->io_mode) event_del(&c->io);
-  event_assign(&c->io, base_, c->fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read, c);
+  event_assign(&c->io, base_, c->fd, EV_READ | EV_PERSIST,
+               &AsyncCallbacks::Read, c);
   event_add(&c->io, nullptr);
   c->io_mode = EV_READ;
 }
@@ -235,13 +242,18 @@ void AsyncLoop::ArmTimer(AsyncConnection* c, std::chrono::microseconds d) {
   event_add(&c->timer, &tv);
 }
 
-void AsyncLoop::ArmIdleTimer(AsyncConnection* c) { event_add(&c->timer, idle_tv_); }
+void AsyncLoop::ArmIdleTimer(AsyncConnection* c) {
+  event_add(&c->timer, idle_tv_);
+}
 
 void AsyncLoop::Close(AsyncConnection* c, CloseReason reason) {
   if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
   close(c->fd);
-  if (c->prev) c->prev->next = c->next; else head_ = c->next;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    head_ = c->next;
   if (c->next) c->next->prev = c->prev;
   if (c->pending) {
     // Closing cancels a waiting exchange (its timer is gone with the event).
@@ -252,7 +264,8 @@ void AsyncLoop::Close(AsyncConnection* c, CloseReason reason) {
   --conns_;
   shared_.open.fetch_sub(1, std::memory_order_relaxed);
   stats_.CountClose(reason);
-  stats_.open_conns.store(static_cast<uint64_t>(conns_), std::memory_order_relaxed);
+  stats_.open_conns.store(static_cast<uint64_t>(conns_),
+                          std::memory_order_relaxed);
   if (Draining() && conns_ == 0) event_base_loopbreak(base_);
 }
 
@@ -278,7 +291,8 @@ void AsyncLoop::OnReadable(AsyncConnection* c) {
     n = recv(c->fd, read_buffer_.data(), read_buffer_.size(), 0);
     if (n > 0) {
       Bump(stats_.bytes_in, static_cast<uint64_t>(n));
-      Process(c, std::string_view(read_buffer_.data(), static_cast<size_t>(n)), true);
+      Process(c, std::string_view(read_buffer_.data(), static_cast<size_t>(n)),
+              true);
       return;
     }
   } else {
@@ -298,7 +312,8 @@ void AsyncLoop::OnReadable(AsyncConnection* c) {
   }
 }
 
-bool AsyncLoop::Advance(AsyncConnection* c, Exchange& exchange, Response& response) {
+bool AsyncLoop::Advance(AsyncConnection* c, Exchange& exchange,
+                        Response& response) {
   Step step = exchange.Resume(response);
   if (step.done()) return true;
   ArmTimer(c, *step.wait);
@@ -342,7 +357,8 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
     c->in_request = false;
     c->body_armed = false;
     RequestTiming timing;
-    std::unique_ptr<Exchange> exchange = BeginRequest(cycle_, request_, 0, timing);
+    std::unique_ptr<Exchange> exchange =
+        BeginRequest(cycle_, request_, 0, timing);
     response_.Reset();
     if (from_scratch) {
       pos += r.consumed;
@@ -370,8 +386,8 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
       }
       c->pending = std::move(pending);
       if (from_scratch && pos < input.size()) c->in.Append(input.substr(pos));
-      // The read event stays armed: a client that hangs up cancels the wait, and
-      // re-arming it per request would cost two epoll_ctl calls.
+      // The read event stays armed: a client that hangs up cancels the wait,
+      // and re-arming it per request would cost two epoll_ctl calls.
       c->state = AsyncConnection::State::kWaiting;
       // Earlier pipelined responses go out now; what the socket does not take
       // waits in c->out until this response joins it.
@@ -438,8 +454,8 @@ bool AsyncLoop::Settle(AsyncConnection* c) {
     return false;
   }
   if (f == FlushResult::kPending) {
-    // Stop reading until the client takes its responses (backpressure); the whole
-    // remainder must go within send_timeout.
+    // Stop reading until the client takes its responses (backpressure); the
+    // whole remainder must go within send_timeout.
     c->state = AsyncConnection::State::kWriting;
     if (c->io_mode != EV_WRITE) {
       if (c->io_mode) event_del(&c->io);
@@ -484,7 +500,8 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
       if (FinishRequest(cycle_, *c->codec, p.request, p.response, Draining(),
                         out_buffer_, p.timing)) {
         c->close_after_write = true;
-        c->close_reason = Draining() ? CloseReason::kDrain : CloseReason::kServer;
+        c->close_reason =
+            Draining() ? CloseReason::kDrain : CloseReason::kServer;
       }
       c->pending.reset();
       c->state = AsyncConnection::State::kReading;
@@ -510,7 +527,8 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
       }
       return;
     case AsyncConnection::State::kWriting:
-      Close(c, CloseReason::kHeaderTimeout);  // send_timeout: client not reading
+      Close(c,
+            CloseReason::kHeaderTimeout);  // send_timeout: client not reading
       return;
   }
 }

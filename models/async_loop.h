@@ -1,5 +1,5 @@
-// One libevent loop of the async model: its thread, its event_base, its share of
-// the connections. Loops share nothing on the hot path.
+// One libevent loop of the async model: its thread, its event_base, its share
+// of the connections. Loops share nothing on the hot path.
 #pragma once
 
 #include <event2/event.h>
@@ -25,7 +25,8 @@ struct AsyncShared {
   const Router* router = nullptr;
   const RequestLog* request_log = nullptr;
   LimitsConfig limits;
-  std::atomic<int64_t> open{0};  // connections across all loops (max_connections)
+  std::atomic<int64_t> open{
+      0};  // connections across all loops (max_connections)
   std::atomic<bool> draining{false};
   std::atomic<bool> aborting{false};
 };
@@ -58,8 +59,9 @@ class AsyncLoop {
   void OnReadable(AsyncConnection* c);
   void OnWritable(AsyncConnection* c);
   void OnTimer(AsyncConnection* c);
-  // Parses and serves what is buffered in `input` (either the loop's read buffer or
-  // the connection's own). Returns false if the connection was closed.
+  // Parses and serves what is buffered in `input` (either the loop's read
+  // buffer or the connection's own). Returns false if the connection was
+  // closed.
   bool Process(AsyncConnection* c, std::string_view input, bool from_scratch);
   // Runs the exchange until it waits or completes. Returns true when complete.
   bool Advance(AsyncConnection* c, Exchange& exchange, Response& response);
@@ -100,7 +102,7 @@ class AsyncLoop {
 
   AsyncConnection* head_ = nullptr;  // all connections of this loop
   int64_t conns_ = 0;
-  const timeval* idle_tv_ = nullptr;    // libevent common timeouts: O(1) re-arm
+  const timeval* idle_tv_ = nullptr;  // libevent common timeouts: O(1) re-arm
   const timeval* header_tv_ = nullptr;
 };
 

@@ -1,10 +1,10 @@
-// Connections are spread across loops by letting every loop accept on the shared
-// listening sockets: the kernel wakes the loops waiting on a socket and one of them
-// wins each accept() (the others see EAGAIN). With loops <= cores that costs a few
-// spurious wake-ups under light load and balances by itself under heavy load, and
-// it works unchanged for sockets passed by systemd (SO_REUSEPORT would need one
-// socket per loop). The alternative, one acceptor handing fds to loops, adds a
-// cross-thread hand-off per connection.
+// Connections are spread across loops by letting every loop accept on the
+// shared listening sockets: the kernel wakes the loops waiting on a socket and
+// one of them wins each accept() (the others see EAGAIN). With loops <= cores
+// that costs a few spurious wake-ups under light load and balances by itself
+// under heavy load, and it works unchanged for sockets passed by systemd
+// (SO_REUSEPORT would need one socket per loop). The alternative, one acceptor
+// handing fds to loops, adds a cross-thread hand-off per connection.
 #include "models/async_model.h"
 
 #include <thread>
@@ -48,7 +48,8 @@ class AsyncModel final : public Model {
     // loop the kernel queue is being served: READY may go out once they run.
     for (auto& loop : loops_) loop->StartThread();
     started_ = true;
-    LogInfo("model_started", "model=async gen={} loops={}", ctx.generation, loops);
+    LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,
+            loops);
     return Status::Ok();
   }
 
@@ -66,7 +67,8 @@ class AsyncModel final : public Model {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     if (!all_exited()) {
-      LogWarn("drain_deadline", "model=async gen={} msg=\"closing in-flight connections\"",
+      LogWarn("drain_deadline",
+              "model=async gen={} msg=\"closing in-flight connections\"",
               ctx_.generation);
       shared_.aborting.store(true);
       for (auto& loop : loops_) loop->Wake();
@@ -77,7 +79,9 @@ class AsyncModel final : public Model {
   }
 
  private:
-  static int Loops(const ModelConfig& c) { return c.foreground ? 1 : c.async.loops; }
+  static int Loops(const ModelConfig& c) {
+    return c.foreground ? 1 : c.async.loops;
+  }
 
   ModelContext ctx_;
   AsyncShared shared_;
@@ -87,6 +91,8 @@ class AsyncModel final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> MakeAsyncModel() { return std::make_unique<AsyncModel>(); }
+std::unique_ptr<Model> MakeAsyncModel() {
+  return std::make_unique<AsyncModel>();
+}
 
 }  // namespace gearbox

@@ -1,5 +1,5 @@
-// `async`: one process, N libevent loops (one thread each), non-blocking I/O, and a
-// per-connection timer for handler waits, like Tornado or nginx.
+// `async`: one process, N libevent loops (one thread each), non-blocking I/O,
+// and a per-connection timer for handler waits, like Tornado or nginx.
 #pragma once
 
 #include <memory>

@@ -14,7 +14,8 @@ namespace gearbox {
 namespace {
 
 constexpr size_t kReadChunk = 16384;
-constexpr size_t kFlushThreshold = 65536;  // pipelined responses batch up to this
+constexpr size_t kFlushThreshold =
+    65536;  // pipelined responses batch up to this
 
 int MillisUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -23,8 +24,9 @@ int MillisUntil(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left + 1, 1 << 30));
 }
 
-// Waits until `fd` is ready for `events` or the deadline passes. Returns false on
-// timeout; true when ready (or on error/hangup, which the next I/O call reports).
+// Waits until `fd` is ready for `events` or the deadline passes. Returns false
+// on timeout; true when ready (or on error/hangup, which the next I/O call
+// reports).
 bool WaitFor(int fd, short events, Clock::time_point deadline) {
   pollfd p{fd, events, 0};
   for (;;) {
@@ -52,8 +54,8 @@ WriteResult WriteAll(BlockingConnection& conn, const LimitsConfig& limits,
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      // The send timeout bounds the whole response, not each chunk: a client that
-      // reads one byte a second cannot hold the worker forever.
+      // The send timeout bounds the whole response, not each chunk: a client
+      // that reads one byte a second cannot hold the worker forever.
       if (!armed) {
         deadline = Clock::now() + limits.send_timeout;
         armed = true;
@@ -108,7 +110,8 @@ bool RealSleeper::SleepFor(std::chrono::microseconds d) {
   int64_t ns = ts.tv_nsec + d.count() * 1000;
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
+         EINTR) {
   }
   return true;
 }
@@ -151,8 +154,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     // 1. Serve every complete request already buffered (pipelining: responses
     //    are appended in request order and written together).
     for (;;) {
-      ServerCodec::Result r = conn.codec->Parse(conn.in.view(), conn.request,
-                                                conn.out);
+      ServerCodec::Result r =
+          conn.codec->Parse(conn.in.view(), conn.request, conn.out);
       if (r.status == ServerCodec::Status::kIncomplete) break;
       if (r.status == ServerCodec::Status::kError) {
         Bump(stats.bad_input);
@@ -177,7 +180,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     // 2. Flush before blocking on the next read.
     if (!conn.out.empty()) {
       WriteResult w = WriteAll(conn, limits, stats);
-      if (w == WriteResult::kTimeout) return finish(CloseReason::kHeaderTimeout);
+      if (w == WriteResult::kTimeout)
+        return finish(CloseReason::kHeaderTimeout);
       if (w == WriteResult::kError) return finish(CloseReason::kClient);
     }
     // 3. Wait for more bytes: idle between requests, or inside one.
@@ -213,10 +217,12 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       if (!conn.fresh)
         for (int l : idle.listeners) idle_fds.push_back({l, POLLIN, 0});
       Clock::time_point idle_deadline =
-          Clock::now() + (conn.fresh ? limits.header_timeout : limits.idle_timeout);
+          Clock::now() +
+          (conn.fresh ? limits.header_timeout : limits.idle_timeout);
       bool readable = false;
       while (!readable) {
-        int n = poll(idle_fds.data(), idle_fds.size(), MillisUntil(idle_deadline));
+        int n =
+            poll(idle_fds.data(), idle_fds.size(), MillisUntil(idle_deadline));
         if (n == 0)
           return finish(conn.fresh ? CloseReason::kHeaderTimeout
                                    : CloseReason::kIdleTimeout);
@@ -249,7 +255,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     }
     if (n == 0) return finish(CloseReason::kClient);
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return finish(CloseReason::kClient);
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return finish(CloseReason::kClient);
     if (conn.in_request && conn.codec->InBody() && !conn.body_armed) {
       // The head arrived in time; the whole body gets its own bound from here
       // (set once, not per read: a trickling body cannot extend it).
@@ -258,11 +265,13 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     }
     if (idle.park && conn.in_request) {
       // A slow client mid-request: the poller watches it until more bytes come
-      // or conn.deadline passes (then 408), and this thread serves someone else.
+      // or conn.deadline passes (then 408), and this thread serves someone
+      // else.
       return ConnectionOutcome::kParked;
     }
-    if (!WaitFor(conn.fd, POLLIN, conn.in_request ? conn.deadline
-                                                  : Clock::now() + limits.idle_timeout)) {
+    if (!WaitFor(conn.fd, POLLIN,
+                 conn.in_request ? conn.deadline
+                                 : Clock::now() + limits.idle_timeout)) {
       if (conn.in_request) {
         // 408 still makes sense: the client is mid-request and may read it.
         conn.codec->AppendError(408, {}, conn.out);

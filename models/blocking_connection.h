@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -23,8 +23,8 @@ namespace gearbox {
 
 using Clock = std::chrono::steady_clock;
 
-// How a blocking worker waits out a handler's Step::WaitFor. Injectable for tests
-// and interruptible for a forced stop.
+// How a blocking worker waits out a handler's Step::WaitFor. Injectable for
+// tests and interruptible for a forced stop.
 class Sleeper {
  public:
   virtual ~Sleeper() = default;
@@ -32,7 +32,8 @@ class Sleeper {
   virtual bool SleepFor(std::chrono::microseconds d) = 0;
 };
 
-// clock_nanosleep, resumed after signals: the request in hand is always finished.
+// clock_nanosleep, resumed after signals: the request in hand is always
+// finished.
 class RealSleeper final : public Sleeper {
  public:
   bool SleepFor(std::chrono::microseconds d) override;
@@ -54,9 +55,10 @@ struct BlockingConnection {
   bool in_request = false;       // the deadline above is armed
   bool body_armed = false;       // the deadline is the body's (body_timeout)
   bool fresh = true;             // no request seen yet on this connection
-  uint64_t ready_us = 0;  // when it was accepted or handed to a worker (queue wait)
-  // Threadpool bookkeeping while parked in the poller: its entry in the poller's
-  // expiry index, and whether the fd is already in the epoll set.
+  uint64_t ready_us =
+      0;  // when it was accepted or handed to a worker (queue wait)
+  // Threadpool bookkeeping while parked in the poller: its entry in the
+  // poller's expiry index, and whether the fd is already in the epoll set.
   std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
   bool parked = false;
   bool registered = false;
@@ -65,15 +67,16 @@ struct BlockingConnection {
 struct BlockingContext {
   RequestCycle cycle;  // router, stats slot, request log, worker index
   const LimitsConfig* limits = nullptr;
-  const std::atomic<bool>* draining = nullptr;  // finish this request, then close
+  const std::atomic<bool>* draining =
+      nullptr;  // finish this request, then close
   Sleeper* sleeper = nullptr;
 };
 
 // What to do when a keep-alive connection has no request in progress.
 struct IdlePolicy {
   // threadpool: return kParked instead of blocking whenever the socket has no
-  // bytes yet (idle keep-alive, or a request head/body still arriving), so neither
-  // idle nor slow clients pin a thread.
+  // bytes yet (idle keep-alive, or a request head/body still arriving), so
+  // neither idle nor slow clients pin a thread.
   bool park = false;
   // prefork: while idle, also watch these listening fds and close the idle
   // connection as soon as another client is waiting (one connection per child).
@@ -82,8 +85,9 @@ struct IdlePolicy {
 
 enum class ConnectionOutcome { kClosed, kParked };
 
-// Serves requests on `conn` until it closes (the fd is closed and counted) or is
-// parked. Blocking I/O with deadlines: header/body/send timeouts from `limits`.
+// Serves requests on `conn` until it closes (the fd is closed and counted) or
+// is parked. Blocking I/O with deadlines: header/body/send timeouts from
+// `limits`.
 ConnectionOutcome ServeBlocking(BlockingConnection& conn,
                                 const BlockingContext& context,
                                 const IdlePolicy& idle);
@@ -92,8 +96,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
 void CloseBlocking(BlockingConnection& conn, WorkerStats& stats,
                    CloseReason reason);
 
-// Best-effort non-blocking answer on a connection nobody will serve (503 on a full
-// queue); then the caller closes it.
+// Best-effort non-blocking answer on a connection nobody will serve (503 on a
+// full queue); then the caller closes it.
 void SendAndForget(int fd, std::string_view bytes);
 
 }  // namespace gearbox

@@ -27,9 +27,10 @@ struct Status {
 
 // Everything a generation shares with its model.
 struct ModelContext {
-  const Listeners* listeners = nullptr;   // owned by the supervisor, outlive models
+  const Listeners* listeners =
+      nullptr;  // owned by the supervisor, outlive models
   std::shared_ptr<const Router> router;
-  std::shared_ptr<StatsRegion> stats;     // size >= SlotsNeeded(config)
+  std::shared_ptr<StatsRegion> stats;             // size >= SlotsNeeded(config)
   std::shared_ptr<const RequestLog> request_log;  // access/slow log
   ModelConfig config;
   int generation = 1;
@@ -40,17 +41,19 @@ class Model {
   virtual ~Model() = default;
   // The TOML value that selects this model.
   virtual std::string_view Name() const = 0;
-  // Stats slots the model writes to for this config (one per worker, plus extras).
+  // Stats slots the model writes to for this config (one per worker, plus
+  // extras).
   virtual size_t SlotsNeeded(const ModelConfig& config) const = 0;
-  // Returns once the model is accepting on the listeners (that is when READY=1 may
-  // go out), or an error naming the failed call.
+  // Returns once the model is accepting on the listeners (that is when READY=1
+  // may go out), or an error naming the failed call.
   virtual Status Start(const ModelContext& context) = 0;
   // Supervisor housekeeping, called from the supervisor thread at least every
   // 100 ms and on SIGCHLD (prefork reaps and respawns its children here).
   virtual void Maintain() {}
-  // Stops accepting, closes idle connections, finishes in-flight requests; returns
-  // when done or at the deadline (then aborts what is left). Two generations (old
-  // draining, new serving) may coexist. Safe to call from any thread, once.
+  // Stops accepting, closes idle connections, finishes in-flight requests;
+  // returns when done or at the deadline (then aborts what is left). Two
+  // generations (old draining, new serving) may coexist. Safe to call from any
+  // thread, once.
   virtual void Drain(Deadline deadline) = 0;
   // Busy and total workers (threads, children, loops), for the stats line.
   virtual int TotalWorkers() const = 0;

@@ -47,9 +47,10 @@ void SetUpSignals() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocking poll() returns EINTR on SIGTERM
   sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGINT, SIG_DFL);   // fast stop: the master forwards INT and we just die
+  signal(SIGINT,
+         SIG_DFL);  // fast stop: the master forwards INT and we just die
   signal(SIGQUIT, SIG_DFL);
-  signal(SIGHUP, SIG_IGN);   // reloads are the master's business
+  signal(SIGHUP, SIG_IGN);  // reloads are the master's business
   signal(SIGCHLD, SIG_DFL);
   signal(SIGPIPE, SIG_IGN);
   sigset_t all;
@@ -97,8 +98,8 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   uint64_t start_requests = stats.requests.load();
   while (!g_draining.load()) {
     // Several listeners (HTTP + FastCGI): poll, then accept whichever is ready.
-    // All children wait on the same sockets; the kernel hands each connection to
-    // one of them and the others get EAGAIN.
+    // All children wait on the same sockets; the kernel hands each connection
+    // to one of them and the others get EAGAIN.
     int n = poll(pfds.data(), pfds.size(), 1000);
     if (n < 0) continue;  // EINTR: look at g_draining again
     if (getppid() == 1) break;
@@ -114,7 +115,8 @@ void RunPreforkChild(const PreforkChildArgs& args) {
       }
       Bump(stats.accepted);
       stats.open_conns.store(1);
-      BlockingConnection conn(fd, (*ctx.listeners)[i].protocol, ctx.config.limits);
+      BlockingConnection conn(fd, (*ctx.listeners)[i].protocol,
+                              ctx.config.limits);
       conn.ready_us = NowMicros();
       ServeBlocking(conn, bc, idle);  // closes the fd and counts why
       conn.fd = -1;

@@ -14,7 +14,8 @@ struct PreforkChildArgs {
   int ready_fd = -1;         // write one byte once accepting, then close
 };
 
-// Runs in the child after fork(); never returns (exits with a PreforkExit code).
+// Runs in the child after fork(); never returns (exits with a PreforkExit
+// code).
 [[noreturn]] void RunPreforkChild(const PreforkChildArgs& args);
 
 }  // namespace gearbox

@@ -1,7 +1,8 @@
-// The master forks `workers` children after the listening sockets exist and does no
-// request work itself: it reaps, respawns and stops children. A child that dies is
-// replaced at once; a crash storm (many deaths in a short window) slows respawning
-// down with exponential backoff instead of spinning, and says so loudly.
+// The master forks `workers` children after the listening sockets exist and
+// does no request work itself: it reaps, respawns and stops children. A child
+// that dies is replaced at once; a crash storm (many deaths in a short window)
+// slows respawning down with exponential backoff instead of spinning, and says
+// so loudly.
 #include "models/prefork_model.h"
 
 #include <fcntl.h>
@@ -27,7 +28,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kStormDeaths = 10;  // this many unexpected deaths ...
-constexpr auto kStormWindow = std::chrono::seconds(10);  // ... within this window
+constexpr auto kStormWindow =
+    std::chrono::seconds(10);  // ... within this window
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
 struct Child {
@@ -38,13 +40,18 @@ struct Child {
 std::string DescribeStatus(int status) {
   if (WIFEXITED(status)) {
     switch (WEXITSTATUS(status)) {
-      case kChildDrained: return "exit=drained";
-      case kChildRecycled: return "exit=recycled";
-      case kChildSetupFailed: return "exit=setup_failed";
-      default: return "exit=" + std::to_string(WEXITSTATUS(status));
+      case kChildDrained:
+        return "exit=drained";
+      case kChildRecycled:
+        return "exit=recycled";
+      case kChildSetupFailed:
+        return "exit=setup_failed";
+      default:
+        return "exit=" + std::to_string(WEXITSTATUS(status));
     }
   }
-  if (WIFSIGNALED(status)) return std::string("signal=") + strsignal(WTERMSIG(status));
+  if (WIFSIGNALED(status))
+    return std::string("signal=") + strsignal(WTERMSIG(status));
   return "status=" + std::to_string(status);
 }
 
@@ -132,8 +139,8 @@ class PreforkModel final : public Model {
       if (Clock::now() >= deadline) {
         for (Child& c : children_) {
           if (c.pid <= 0) continue;
-          LogWarn("child_killed", "model=prefork pid={} reason=graceful_timeout",
-                  c.pid);
+          LogWarn("child_killed",
+                  "model=prefork pid={} reason=graceful_timeout", c.pid);
           kill(c.pid, SIGKILL);
           waitpid(c.pid, nullptr, 0);
           c.pid = 0;
@@ -144,12 +151,15 @@ class PreforkModel final : public Model {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       lock.lock();
     }
-    LogInfo("model_drained", "model=prefork gen={} spawned={} exited={} recycled={}",
+    LogInfo("model_drained",
+            "model=prefork gen={} spawned={} exited={} recycled={}",
             ctx_.generation, spawned_, exited_, recycled_);
   }
 
  private:
-  static int Workers(const ModelConfig& c) { return c.foreground ? 1 : c.prefork.workers; }
+  static int Workers(const ModelConfig& c) {
+    return c.foreground ? 1 : c.prefork.workers;
+  }
 
   // Caller holds mu_.
   bool Spawn(size_t index, int ready_fd) {
@@ -161,7 +171,8 @@ class PreforkModel final : public Model {
     }
     pid_t pid = fork();
     if (pid < 0) {
-      LogError("fork_failed", "model=prefork error={}", LogQuote(strerror(errno)));
+      LogError("fork_failed", "model=prefork error={}",
+               LogQuote(strerror(errno)));
       children_[index].respawn_at = Clock::now() + std::chrono::seconds(1);
       return false;
     }
@@ -184,30 +195,35 @@ class PreforkModel final : public Model {
   void OnChildExit(size_t index, int status, Clock::time_point now) {
     Child& c = children_[index];
     ++exited_;
-    const bool recycled = WIFEXITED(status) && WEXITSTATUS(status) == kChildRecycled;
+    const bool recycled =
+        WIFEXITED(status) && WEXITSTATUS(status) == kChildRecycled;
     if (recycled) {
       ++recycled_;
-      LogInfo("child_recycled", "model=prefork gen={} pid={}", ctx_.generation, c.pid);
+      LogInfo("child_recycled", "model=prefork gen={} pid={}", ctx_.generation,
+              c.pid);
       c.pid = 0;
       c.respawn_at = now;
       return;
     }
     // An unexpected death: its in-flight request (if any) is lost; replace it.
-    LogWarn("child_died", "model=prefork gen={} pid={} {}", ctx_.generation, c.pid,
-            DescribeStatus(status));
+    LogWarn("child_died", "model=prefork gen={} pid={} {}", ctx_.generation,
+            c.pid, DescribeStatus(status));
     ctx_.stats->Slot(index).busy.store(0);
     ctx_.stats->Slot(index).open_conns.store(0);
     c.pid = 0;
     deaths_.push_back(now);
-    while (!deaths_.empty() && now - deaths_.front() > kStormWindow) deaths_.pop_front();
+    while (!deaths_.empty() && now - deaths_.front() > kStormWindow)
+      deaths_.pop_front();
     if (static_cast<int>(deaths_.size()) >= kStormDeaths) {
       backoff_ = backoff_ == Clock::duration::zero()
-                     ? std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(1))
+                     ? std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::seconds(1))
                      : std::min<Clock::duration>(backoff_ * 2, kMaxBackoff);
       LogError("crash_storm",
                "model=prefork gen={} deaths={} window_s={} respawn_delay_ms={}",
                ctx_.generation, deaths_.size(), kStormWindow.count(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(backoff_).count());
+               std::chrono::duration_cast<std::chrono::milliseconds>(backoff_)
+                   .count());
       c.respawn_at = now + backoff_;
     } else {
       backoff_ = Clock::duration::zero();
@@ -228,6 +244,8 @@ class PreforkModel final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> MakePreforkModel() { return std::make_unique<PreforkModel>(); }
+std::unique_ptr<Model> MakePreforkModel() {
+  return std::make_unique<PreforkModel>();
+}
 
 }  // namespace gearbox

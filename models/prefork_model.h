@@ -1,5 +1,6 @@
-// `prefork`: a master and N child processes, each blocking in accept() and serving
-// one connection at a time (spawn-fcgi + php-cgi, Apache prefork, gunicorn sync).
+// `prefork`: a master and N child processes, each blocking in accept() and
+// serving one connection at a time (spawn-fcgi + php-cgi, Apache prefork,
+// gunicorn sync).
 #pragma once
 
 #include <memory>
@@ -12,9 +13,10 @@ std::unique_ptr<Model> MakePreforkModel();
 
 // Exit codes of a prefork child, understood by the master.
 enum PreforkExit : int {
-  kChildDrained = 0,    // stopped on SIGTERM after finishing its request
-  kChildRecycled = 3,   // served max_requests; replaced at once, no backoff
-  kChildSetupFailed = 4,  // could not start serving; counts toward the crash guard
+  kChildDrained = 0,   // stopped on SIGTERM after finishing its request
+  kChildRecycled = 3,  // served max_requests; replaced at once, no backoff
+  kChildSetupFailed =
+      4,  // could not start serving; counts toward the crash guard
 };
 
 }  // namespace gearbox

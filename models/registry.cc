@@ -1,5 +1,6 @@
-// The one table of concurrency models (libevent's eventops[], nginx's `use epoll;`).
-// Nothing registers itself from a static initializer: Bazel would drop the object.
+// The one table of concurrency models (libevent's eventops[], nginx's `use
+// epoll;`). Nothing registers itself from a static initializer: Bazel would
+// drop the object.
 #include "models/async_model.h"
 #include "models/model.h"
 #include "models/prefork_model.h"

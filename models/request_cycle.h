@@ -1,7 +1,7 @@
 // The model-independent part of serving one parsed request: route it, start the
-// exchange, and turn the finished response into bytes with the counters, latency
-// histograms and optional request log updated. Both the blocking driver and the
-// async model use it, so every model answers and counts the same way.
+// exchange, and turn the finished response into bytes with the counters,
+// latency histograms and optional request log updated. Both the blocking driver
+// and the async model use it, so every model answers and counts the same way.
 #pragma once
 
 #include <chrono>
@@ -33,15 +33,16 @@ struct RequestTiming {
 };
 
 // Starts the exchange for `request`; marks the worker busy and the request in
-// flight until FinishRequest(). `ready_us` is when the connection was found ready
-// (0 when not measured).
+// flight until FinishRequest(). `ready_us` is when the connection was found
+// ready (0 when not measured).
 inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
                                               const Request& request,
                                               uint64_t ready_us,
                                               RequestTiming& timing) {
   WorkerStats& stats = *cycle.stats;
   timing.start_us = NowMicros();
-  timing.queue_us = ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
+  timing.queue_us =
+      ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
   timing.waited = false;
   stats.queue_wait.Record(timing.queue_us);
   Bump(stats.inflight);

@@ -2,10 +2,12 @@
 //  - The poller thread owns accept() and every idle connection. Idle keep-alive
 //    connections sit in epoll (EPOLLONESHOT), not in a thread, so 10,000 idle
 //    clients pin no worker.
-//  - A readable connection goes through a bounded queue to a worker, which serves
-//    it with blocking I/O until it is idle again, then hands it back (return list +
-//    eventfd wake-up).
-//  - A full queue is answered at once with 503 + Retry-After + close: overload is
+//  - A readable connection goes through a bounded queue to a worker, which
+//  serves
+//    it with blocking I/O until it is idle again, then hands it back (return
+//    list + eventfd wake-up).
+//  - A full queue is answered at once with 503 + Retry-After + close: overload
+//  is
 //    explicit and memory stays bounded.
 #include "models/thread_pool_model.h"
 
@@ -67,16 +69,20 @@ class ThreadPoolModel final : public Model {
     return 1 + static_cast<size_t>(Threads(config));
   }
 
-  int TotalWorkers() const override { return static_cast<int>(workers_.size()); }
+  int TotalWorkers() const override {
+    return static_cast<int>(workers_.size());
+  }
 
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     limits_ = ctx.config.limits;
     queue_capacity_ = static_cast<size_t>(ctx.config.threadpool.queue);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) return Status::Error(std::string("epoll_create1: ") + strerror(errno));
+    if (epoll_fd_ < 0)
+      return Status::Error(std::string("epoll_create1: ") + strerror(errno));
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) return Status::Error(std::string("eventfd: ") + strerror(errno));
+    if (wake_fd_ < 0)
+      return Status::Error(std::string("eventfd: ") + strerror(errno));
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kWakeTag;
@@ -84,9 +90,11 @@ class ThreadPoolModel final : public Model {
     if (Status s = SetListening(true); !s.ok()) return s;
     const int threads = Threads(ctx.config);
     sleepers_.resize(static_cast<size_t>(threads));
-    current_fd_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads));
+    current_fd_ =
+        std::make_unique<std::atomic<int>[]>(static_cast<size_t>(threads));
     for (int i = 0; i < threads; ++i) {
-      sleepers_[static_cast<size_t>(i)] = std::make_unique<InterruptibleSleeper>();
+      sleepers_[static_cast<size_t>(i)] =
+          std::make_unique<InterruptibleSleeper>();
       current_fd_[static_cast<size_t>(i)].store(-1);
       workers_.emplace_back([this, i] { WorkerLoop(i); });
     }
@@ -125,7 +133,8 @@ class ThreadPoolModel final : public Model {
     Wake();
     poller_.join();
     // Anything still queued or parked is closed now.
-    for (BlockingConnection* c : queue_) Close(c, CloseReason::kDrain, AcceptorStats());
+    for (BlockingConnection* c : queue_)
+      Close(c, CloseReason::kDrain, AcceptorStats());
     queue_.clear();
     CloseAllParked();
     close(epoll_fd_);
@@ -160,7 +169,8 @@ class ThreadPoolModel final : public Model {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = kListenerTag | i;
-      int rc = epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+      int rc =
+          epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
       if (rc != 0 && on) {
         return Status::Error("epoll_ctl(ADD, fd=" + std::to_string(fd) +
                              "): " + strerror(errno));
@@ -200,9 +210,10 @@ class ThreadPoolModel final : public Model {
         if (!at_cap && !paused && !listening_) SetListening(true);
       }
       int timeout_ms = NextExpiryMs();
-      if (!listening_ && !draining_.load()) timeout_ms = std::min(timeout_ms, 50);
-      int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
-                         timeout_ms);
+      if (!listening_ && !draining_.load())
+        timeout_ms = std::min(timeout_ms, 50);
+      int n = epoll_wait(epoll_fd_, events.data(),
+                         static_cast<int>(events.size()), timeout_ms);
       if (n < 0 && errno != EINTR) {
         LogError("epoll_wait_failed", "epfd={} error={}", epoll_fd_,
                  LogQuote(strerror(errno)));
@@ -236,7 +247,8 @@ class ThreadPoolModel final : public Model {
     const Listener& l = (*ctx_.listeners)[index];
     WorkerStats& stats = AcceptorStats();
     for (int batch = 0; batch < 64; ++batch) {
-      if (open_.load(std::memory_order_relaxed) >= limits_.max_connections) return;
+      if (open_.load(std::memory_order_relaxed) >= limits_.max_connections)
+        return;
       AcceptError error;
       int fd = AcceptConnection(l.fd, error);
       if (fd < 0) {
@@ -254,7 +266,8 @@ class ThreadPoolModel final : public Model {
     }
   }
 
-  // Queue the connection for a worker, or refuse it with 503 when the queue is full.
+  // Queue the connection for a worker, or refuse it with 503 when the queue is
+  // full.
   void Dispatch(BlockingConnection* c) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -284,15 +297,15 @@ class ThreadPoolModel final : public Model {
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.ptr = c;
     // Each connection is added once and re-armed with MOD afterwards.
-    if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd,
-                  &ev) != 0) {
+    if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+                  c->fd, &ev) != 0) {
       Close(c, CloseReason::kError, AcceptorStats());
       return;
     }
     c->registered = true;
     // Expiry: a request in progress keeps its own deadline (header/body timeout
-    // counted from its first byte); a fresh connection owes its first byte within
-    // header_timeout; an idle keep-alive one gets idle_timeout.
+    // counted from its first byte); a fresh connection owes its first byte
+    // within header_timeout; an idle keep-alive one gets idle_timeout.
     const Clock::time_point now = Clock::now();
     Clock::time_point expires = c->in_request ? c->deadline
                                 : c->fresh    ? now + limits_.header_timeout
@@ -312,12 +325,14 @@ class ThreadPoolModel final : public Model {
     WorkerStats& stats = AcceptorStats();
     if (c->in_request && (!c->in.empty() || c->codec->InRequest())) {
       std::string out;
-      c->codec->AppendError(408, {}, out);  // mid-request: the client may read it
+      c->codec->AppendError(408, {},
+                            out);  // mid-request: the client may read it
       SendAndForget(c->fd, out);
       stats.CountStatus(408);
     }
-    Close(c, c->in_request || c->fresh ? CloseReason::kHeaderTimeout
-                                       : CloseReason::kIdleTimeout,
+    Close(c,
+          c->in_request || c->fresh ? CloseReason::kHeaderTimeout
+                                    : CloseReason::kIdleTimeout,
           stats);
   }
 

@@ -1,5 +1,6 @@
-// `threadpool`: one process, a poller thread that accepts and parks idle keep-alive
-// connections, a bounded hand-off queue, and N worker threads doing blocking I/O.
+// `threadpool`: one process, a poller thread that accepts and parks idle
+// keep-alive connections, a bounded hand-off queue, and N worker threads doing
+// blocking I/O.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
-// `burn`: CPU-bound work for `us` microseconds (or ?us=N, capped by max_us). It runs
-// on whatever thread the model gives it; under `async` that blocks the loop, which
-// is the honest cost of event loops for CPU work.
+// `burn`: CPU-bound work for `us` microseconds (or ?us=N, capped by max_us). It
+// runs on whatever thread the model gives it; under `async` that blocks the
+// loop, which is the honest cost of event loops for CPU work.
 #include <algorithm>
 #include <chrono>
 
@@ -9,13 +9,14 @@
 namespace gearbox {
 namespace {
 
-// Spins on arithmetic until `us` of wall time passed; returns a value so the work
-// cannot be optimized away.
+// Spins on arithmetic until `us` of wall time passed; returns a value so the
+// work cannot be optimized away.
 uint64_t Burn(int64_t us) {
   auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   uint64_t x = 0x9e3779b97f4a7c15ull;
   do {
-    for (int i = 0; i < 256; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    for (int i = 0; i < 256; ++i)
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
   } while (std::chrono::steady_clock::now() < end);
   return x;
 }

@@ -13,14 +13,16 @@ namespace {
 class CrashHandler final : public Handler {
  public:
   std::unique_ptr<Exchange> Start(const Request&) override {
-    LogError("crash_handler", "msg=\"aborting on purpose (enable_crash_handler)\"");
+    LogError("crash_handler",
+             "msg=\"aborting on purpose (enable_crash_handler)\"");
     abort();
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeCrashHandler(const RouteConfig&, const ServerInfo&) {
+std::unique_ptr<Handler> MakeCrashHandler(const RouteConfig&,
+                                          const ServerInfo&) {
   return std::make_unique<CrashHandler>();
 }
 

@@ -7,8 +7,7 @@ namespace {
 class EchoExchange final : public Exchange {
  public:
   explicit EchoExchange(const Request& request)
-      : body_(request.body),
-        content_type_(request.FindHeader("content-type")) {
+      : body_(request.body), content_type_(request.FindHeader("content-type")) {
     if (content_type_.empty()) content_type_ = "application/octet-stream";
   }
   Step Resume(Response& response) override {
@@ -31,7 +30,8 @@ class EchoHandler final : public Handler {
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeEchoHandler(const RouteConfig&, const ServerInfo&) {
+std::unique_ptr<Handler> MakeEchoHandler(const RouteConfig&,
+                                         const ServerInfo&) {
   return std::make_unique<EchoHandler>();
 }
 

@@ -10,10 +10,11 @@ struct HandlerKind {
   std::unique_ptr<Handler> (*make)(const RouteConfig&, const ServerInfo&);
 };
 
-// The only list of handlers (like libevent's eventops[]): nothing registers itself.
+// The only list of handlers (like libevent's eventops[]): nothing registers
+// itself.
 constexpr HandlerKind kHandlerTable[] = {
-    {"text", &MakeTextHandler},   {"wait", &MakeWaitHandler},
-    {"burn", &MakeBurnHandler},   {"echo", &MakeEchoHandler},
+    {"text", &MakeTextHandler},     {"wait", &MakeWaitHandler},
+    {"burn", &MakeBurnHandler},     {"echo", &MakeEchoHandler},
     {"status", &MakeStatusHandler}, {"crash", &MakeCrashHandler},
 };
 

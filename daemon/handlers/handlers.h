@@ -21,14 +21,16 @@ namespace gearbox {
 struct ServerInfo {
   std::string model;
   int generation = 1;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point started =
+      std::chrono::steady_clock::now();
   std::shared_ptr<StatsRegion> stats;  // may be null in unit tests
 };
 
 // Names of every handler kind, in table order ("text", "wait", ...).
 std::span<const std::string_view> HandlerNames();
 
-// Builds the handler a route names. The loader has validated the name and params.
+// Builds the handler a route names. The loader has validated the name and
+// params.
 std::unique_ptr<Handler> MakeHandler(const RouteConfig& route,
                                      const ServerInfo& info);
 
@@ -48,7 +50,9 @@ std::unique_ptr<Handler> MakeStatusHandler(const RouteConfig& route,
 std::unique_ptr<Handler> MakeCrashHandler(const RouteConfig& route,
                                           const ServerInfo& info);
 
-// Parses a non-negative decimal query value; `fallback` when absent or malformed.
-int64_t QueryInt(const Request& request, std::string_view key, int64_t fallback);
+// Parses a non-negative decimal query value; `fallback` when absent or
+// malformed.
+int64_t QueryInt(const Request& request, std::string_view key,
+                 int64_t fallback);
 
 }  // namespace gearbox

@@ -5,15 +5,15 @@
 //   add &full (or ?full)           per-worker rows: pid/tid, state, requests,
 //                                  current path and its age
 // Served from the shared stats region, so under prefork any child reports the
-// totals of all children. Put it on its own [[listen]] (name = "status") to keep
-// health checks from queueing behind work.
+// totals of all children. Put it on its own [[listen]] (name = "status") to
+// keep health checks from queueing behind work.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <string>
 
-#include "daemon/handlers/handlers.h"
 #include "daemon/clock.h"
+#include "daemon/handlers/handlers.h"
 
 namespace gearbox {
 namespace {
@@ -38,9 +38,10 @@ class StatusHandler final : public Handler {
   std::unique_ptr<Exchange> Start(const Request& request) override {
     // Decide now: the request's views are only valid during Start().
     std::string_view f = request.QueryParam("format");
-    const Format format = f == "text"                               ? Format::kText
-                          : f == "openmetrics" || f == "prometheus" ? Format::kOpenMetrics
-                                                                    : Format::kJson;
+    const Format format = f == "text" ? Format::kText
+                          : f == "openmetrics" || f == "prometheus"
+                              ? Format::kOpenMetrics
+                              : Format::kJson;
     const bool full = request.query.find("full") != std::string_view::npos;
     return Immediately([this, format, full](Response& response) {
       StatsRegion::Totals t;
@@ -88,8 +89,8 @@ class StatusHandler final : public Handler {
     return out;
   }
 
-  void RenderJson(const StatsRegion::Totals& t, const std::vector<Worker>& workers,
-                  std::string& out) const {
+  void RenderJson(const StatsRegion::Totals& t,
+                  const std::vector<Worker>& workers, std::string& out) const {
     uint64_t closed = 0;
     for (uint64_t c : t.closed) closed += c;
     out = fmt::format(
@@ -99,15 +100,16 @@ class StatusHandler final : public Handler {
         "\"idle_timeout\":{},\"header_timeout\":{},\"drain\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
         "\"rejected\":{},\"bad_input\":{},\"bytes_in\":{},\"bytes_out\":{},"
-        "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":{:.3f}}},"
+        "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
+        "{:.3f}}},"
         "\"queue_wait_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f}}}",
-        info_.model, info_.generation, getpid(), Uptime(), t.requests, t.inflight,
-        t.busy, t.queue_depth, t.accepted, t.open(), closed,
+        info_.model, info_.generation, getpid(), Uptime(), t.requests,
+        t.inflight, t.busy, t.queue_depth, t.accepted, t.open(), closed,
         t.closed[static_cast<int>(CloseReason::kIdleTimeout)],
         t.closed[static_cast<int>(CloseReason::kHeaderTimeout)],
         t.closed[static_cast<int>(CloseReason::kDrain)], t.status_class[1],
-        t.status_class[2], t.status_class[3], t.status_class[4], t.status_class[5],
-        t.rejected, t.bad_input, t.bytes_in, t.bytes_out,
+        t.status_class[2], t.status_class[3], t.status_class[4],
+        t.status_class[5], t.rejected, t.bad_input, t.bytes_in, t.bytes_out,
         Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),
         Ms(t.service.Percentile(0.99)), Ms(t.service.Max()),
         Ms(t.queue_wait.Percentile(0.5)), Ms(t.queue_wait.Percentile(0.99)));
@@ -121,31 +123,35 @@ class StatusHandler final : public Handler {
           if (static_cast<unsigned char>(ch) >= 0x20) path.push_back(ch);
         }
         out += fmt::format(
-            "{}{{\"slot\":{},\"pid\":{},\"tid\":{},\"state\":\"{}\",\"requests\":{},"
+            "{}{{\"slot\":{},\"pid\":{},\"tid\":{},\"state\":\"{}\","
+            "\"requests\":{},"
             "\"conns\":{},\"path\":\"{}\",\"age_ms\":{:.3f}}}",
-            i ? "," : "", w.slot, w.pid, w.tid, w.busy ? "busy" : "idle", w.requests,
-            w.conns, path, w.age_ms);
+            i ? "," : "", w.slot, w.pid, w.tid, w.busy ? "busy" : "idle",
+            w.requests, w.conns, path, w.age_ms);
       }
       out += "]";
     }
     out += "}\n";
   }
 
-  void RenderText(const StatsRegion::Totals& t, const std::vector<Worker>& workers,
-                  std::string& out) const {
+  void RenderText(const StatsRegion::Totals& t,
+                  const std::vector<Worker>& workers, std::string& out) const {
     out = fmt::format(
         "model: {}\ngeneration: {}\npid: {}\nuptime_s: {:.3f}\nrequests: {}\n"
         "inflight: {}\nbusy: {}\nqueue: {}\nconnections_open: {}\n"
         "connections_accepted: {}\ns2xx: {}\ns4xx: {}\ns5xx: {}\nrejected: {}\n"
         "bad_input: {}\np50_ms: {:.3f}\np99_ms: {:.3f}\n",
-        info_.model, info_.generation, getpid(), Uptime(), t.requests, t.inflight,
-        t.busy, t.queue_depth, t.open(), t.accepted, t.status_class[2],
-        t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
-        Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.99)));
+        info_.model, info_.generation, getpid(), Uptime(), t.requests,
+        t.inflight, t.busy, t.queue_depth, t.open(), t.accepted,
+        t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
+        t.bad_input, Ms(t.service.Percentile(0.5)),
+        Ms(t.service.Percentile(0.99)));
     for (const Worker& w : workers) {
-      out += fmt::format("worker {}: pid={} tid={} state={} requests={} path={} age_ms={:.3f}\n",
-                         w.slot, w.pid, w.tid, w.busy ? "busy" : "idle", w.requests,
-                         w.path.empty() ? "-" : w.path, w.age_ms);
+      out += fmt::format(
+          "worker {}: pid={} tid={} state={} requests={} path={} "
+          "age_ms={:.3f}\n",
+          w.slot, w.pid, w.tid, w.busy ? "busy" : "idle", w.requests,
+          w.path.empty() ? "-" : w.path, w.age_ms);
     }
   }
 
@@ -154,43 +160,54 @@ class StatusHandler final : public Handler {
     out.clear();
     auto metric = [&](std::string_view name, std::string_view type,
                       std::string_view help, auto value) {
-      out += fmt::format("# TYPE gearbox_{} {}\n# HELP gearbox_{} {}\n", name, type,
-                         name, help);
+      out += fmt::format("# TYPE gearbox_{} {}\n# HELP gearbox_{} {}\n", name,
+                         type, name, help);
       out += fmt::format("gearbox_{}{}{{{}}} {}\n", name,
                          type == "counter" ? "_total" : "", labels, value);
     };
     metric("requests", "counter", "Requests answered.", t.requests);
-    metric("rejected", "counter", "Requests refused with 503 (queue or cap).", t.rejected);
-    metric("bad_input", "counter", "Connections closed for unparseable input.", t.bad_input);
-    metric("connections_accepted", "counter", "Connections accepted.", t.accepted);
+    metric("rejected", "counter", "Requests refused with 503 (queue or cap).",
+           t.rejected);
+    metric("bad_input", "counter", "Connections closed for unparseable input.",
+           t.bad_input);
+    metric("connections_accepted", "counter", "Connections accepted.",
+           t.accepted);
     metric("connections_open", "gauge", "Connections open now.", t.open());
     metric("inflight", "gauge", "Requests in progress.", t.inflight);
     metric("busy_workers", "gauge", "Workers serving a request.", t.busy);
-    metric("queue_depth", "gauge", "Threadpool hand-off queue depth.", t.queue_depth);
+    metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",
+           t.queue_depth);
     metric("generation", "gauge", "Config generation.", info_.generation);
-    out += "# TYPE gearbox_responses counter\n# HELP gearbox_responses Responses by status class.\n";
+    out +=
+        "# TYPE gearbox_responses counter\n# HELP gearbox_responses Responses "
+        "by status class.\n";
     for (int c = 1; c <= 5; ++c) {
-      out += fmt::format("gearbox_responses_total{{{},class=\"{}xx\"}} {}\n", labels, c,
-                         t.status_class[c]);
+      out += fmt::format("gearbox_responses_total{{{},class=\"{}xx\"}} {}\n",
+                         labels, c, t.status_class[c]);
     }
-    // The histogram, with the log-linear buckets folded into a few fixed bounds.
-    out += "# TYPE gearbox_request_duration_seconds histogram\n"
-           "# HELP gearbox_request_duration_seconds Handler start to response.\n";
-    static constexpr uint64_t kBoundsUs[] = {100, 250, 500, 1000, 2500, 5000,
-                                             10000, 25000, 50000, 100000, 250000,
-                                             500000, 1000000, 2500000, 10000000};
+    // The histogram, with the log-linear buckets folded into a few fixed
+    // bounds.
+    out +=
+        "# TYPE gearbox_request_duration_seconds histogram\n"
+        "# HELP gearbox_request_duration_seconds Handler start to response.\n";
+    static constexpr uint64_t kBoundsUs[] = {
+        100,   250,    500,    1000,   2500,    5000,    10000,   25000,
+        50000, 100000, 250000, 500000, 1000000, 2500000, 10000000};
     uint64_t cumulative = 0;
     int bucket = 0;
     for (uint64_t bound : kBoundsUs) {
-      while (bucket < kHistogramBuckets && HistogramBucketUpper(bucket) <= bound)
+      while (bucket < kHistogramBuckets &&
+             HistogramBucketUpper(bucket) <= bound)
         cumulative += t.service.buckets[bucket++];
-      out += fmt::format("gearbox_request_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
-                         labels, static_cast<double>(bound) / 1e6, cumulative);
+      out += fmt::format(
+          "gearbox_request_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
+          labels, static_cast<double>(bound) / 1e6, cumulative);
     }
-    out += fmt::format("gearbox_request_duration_seconds_bucket{{{},le=\"+Inf\"}} {}\n",
+    out += fmt::format(
+        "gearbox_request_duration_seconds_bucket{{{},le=\"+Inf\"}} {}\n",
+        labels, t.service.Count());
+    out += fmt::format("gearbox_request_duration_seconds_count{{{}}} {}\n",
                        labels, t.service.Count());
-    out += fmt::format("gearbox_request_duration_seconds_count{{{}}} {}\n", labels,
-                       t.service.Count());
     out += "# EOF\n";
   }
 

@@ -7,7 +7,8 @@ namespace {
 class TextHandler final : public Handler {
  public:
   explicit TextHandler(const RouteConfig& route)
-      : body_(route.body), status_(route.status),
+      : body_(route.body),
+        status_(route.status),
         content_type_(route.content_type) {}
 
   std::unique_ptr<Exchange> Start(const Request&) override {

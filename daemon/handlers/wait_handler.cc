@@ -1,6 +1,6 @@
 // `wait`: stands in for a backend call (the usleep(1000) of the PHP-vs-Tornado
-// experiment). It asks the model to wait; blocking models sleep a worker, the async
-// model arms a timer.
+// experiment). It asks the model to wait; blocking models sleep a worker, the
+// async model arms a timer.
 #include <algorithm>
 
 #include "daemon/handlers/handlers.h"

@@ -8,8 +8,10 @@ namespace gearbox {
 namespace {
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
   return s;
 }
 
@@ -179,7 +181,8 @@ int HttpRequestParser::OnMessageComplete(llhttp_t* p) {
   // Upgrade/CONNECT: llhttp pauses by itself (HPE_PAUSED_UPGRADE); pausing here
   // too would hide that and make the next call report an empty request.
   if (p->upgrade) return 0;
-  return HPE_PAUSED;  // one request per Parse call: pipelined bytes wait their turn
+  return HPE_PAUSED;  // one request per Parse call: pipelined bytes wait their
+                      // turn
 }
 
 HttpRequestParser::Result HttpRequestParser::Fail(int status,
@@ -200,7 +203,8 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   const size_t len = buffer.size() - fed_;
   llhttp_errno_t err = llhttp_execute(&parser_, start, len);
   if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
-    size_t consumed = static_cast<size_t>(llhttp_get_error_pos(&parser_) - base_);
+    size_t consumed =
+        static_cast<size_t>(llhttp_get_error_pos(&parser_) - base_);
     const bool upgrade = err == HPE_PAUSED_UPGRADE;
     if (upgrade) {
       // No protocol upgrades: answer the request, then close (RFC 9110 7.8
@@ -224,7 +228,8 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
     // as HPE_INVALID_VERSION; only "Invalid HTTP version" is a well-formed
     // version it does not support (1.2, 3.0, ...).
     if (!pending_error_ && err == HPE_INVALID_VERSION &&
-        strcmp(llhttp_get_error_reason(&parser_), "Invalid HTTP version") == 0) {
+        strcmp(llhttp_get_error_reason(&parser_), "Invalid HTTP version") ==
+            0) {
       status = 505;
       reason = "bad_version";
     }
@@ -236,8 +241,8 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   }
   fed_ = buffer.size();
   // A complete head is measured up to its last header byte (head_end_), without
-  // the final CRLFCRLF; allow those 4 bytes here too, or a head just at the limit
-  // would pass in one read and fail when split inside its final CRLFCRLF.
+  // the final CRLFCRLF; allow those 4 bytes here too, or a head just at the
+  // limit would pass in one read and fail when split inside its final CRLFCRLF.
   if (!headers_complete_ && fed_ > limits_.max_header_bytes + 4) {
     llhttp_init(&parser_, HTTP_REQUEST, Settings());
     parser_.data = this;
@@ -252,9 +257,11 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   return r;
 }
 
-void HttpRequestParser::BuildRequest(std::string_view buffer, Request& request) {
+void HttpRequestParser::BuildRequest(std::string_view buffer,
+                                     Request& request) {
   const char* base = buffer.data();
-  request.method = llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
+  request.method =
+      llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
   request.SetTarget(std::string_view(base + url_.offset, url_.length));
   request.version_major = parser_.http_major;
   request.version_minor = parser_.http_minor;
@@ -267,11 +274,12 @@ void HttpRequestParser::BuildRequest(std::string_view buffer, Request& request) 
   if (body_spans_.empty()) {
     request.body = {};
   } else if (body_spans_.size() == 1) {
-    request.body = std::string_view(base + body_spans_[0].offset,
-                                    body_spans_[0].length);
+    request.body =
+        std::string_view(base + body_spans_[0].offset, body_spans_[0].length);
   } else {
     body_buffer_.clear();
-    for (const Span& s : body_spans_) body_buffer_.append(base + s.offset, s.length);
+    for (const Span& s : body_spans_)
+      body_buffer_.append(base + s.offset, s.length);
     request.body = body_buffer_;
   }
   request.keep_alive = llhttp_should_keep_alive(&parser_) != 0;

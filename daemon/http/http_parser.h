@@ -1,6 +1,7 @@
 // HTTP/1.1 request codec around llhttp: bytes in, one Request out at a time.
-// Pure: no sockets, no clock. In the spirit of picohttpparser's phr_parse_request,
-// each call reports complete / incomplete / error and how many bytes were consumed.
+// Pure: no sockets, no clock. In the spirit of picohttpparser's
+// phr_parse_request, each call reports complete / incomplete / error and how
+// many bytes were consumed.
 #pragma once
 
 #include <llhttp.h>
@@ -25,26 +26,30 @@ class HttpRequestParser {
   enum class Status { kComplete, kIncomplete, kError };
   struct Result {
     Status status = Status::kIncomplete;
-    size_t consumed = 0;    // kComplete: bytes of `buffer` this request used
-    int error_status = 0;   // kError: 400, 413, 431 or 505; the connection closes
-    bool send_continue = false;  // kIncomplete: answer "100 Continue" now (once)
-    const char* error_reason = "";  // kError: short reason for logs and counters
+    size_t consumed = 0;  // kComplete: bytes of `buffer` this request used
+    int error_status =
+        0;  // kError: 400, 413, 431 or 505; the connection closes
+    bool send_continue =
+        false;  // kIncomplete: answer "100 Continue" now (once)
+    const char* error_reason =
+        "";  // kError: short reason for logs and counters
   };
 
   explicit HttpRequestParser(HttpLimits limits);
   HttpRequestParser(const HttpRequestParser&) = delete;
   HttpRequestParser& operator=(const HttpRequestParser&) = delete;
 
-  // `buffer` holds every unconsumed byte, starting at the current request's first
-  // byte; each call must see what the previous calls saw plus (possibly) more. Only
-  // the new bytes are parsed, so a request trickling in costs O(total bytes).
-  // On kComplete, `request` views point into `buffer` (or an internal body buffer
-  // for chunked bodies) and stay valid until the next call; the caller then drops
-  // `consumed` bytes and calls again with the rest for a pipelined request.
+  // `buffer` holds every unconsumed byte, starting at the current request's
+  // first byte; each call must see what the previous calls saw plus (possibly)
+  // more. Only the new bytes are parsed, so a request trickling in costs
+  // O(total bytes). On kComplete, `request` views point into `buffer` (or an
+  // internal body buffer for chunked bodies) and stay valid until the next
+  // call; the caller then drops `consumed` bytes and calls again with the rest
+  // for a pipelined request.
   Result Parse(std::string_view buffer, Request& request);
 
-  // True once any byte of the current request has been seen (for timeouts: idle vs
-  // header phase).
+  // True once any byte of the current request has been seen (for timeouts: idle
+  // vs header phase).
   bool InRequest() const { return fed_ > 0; }
   // True once the request head is complete and the body is being read.
   bool InBody() const { return headers_complete_; }

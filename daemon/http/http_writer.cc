@@ -33,7 +33,8 @@ std::string_view CachedDateHeader() {
     cached_second = now;
     struct tm tm;
     gmtime_r(&now, &tm);
-    len = strftime(buf, sizeof(buf), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    len =
+        strftime(buf, sizeof(buf), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
   }
   return std::string_view(buf, len);
 }
@@ -42,8 +43,8 @@ bool AppendHttpResponse(const Request& request, const Response& response,
                         bool close, std::string& out) {
   close = close || response.close || !request.keep_alive;
   AppendStatusLine(out, response.status);
-  const bool bodiless = response.status == 204 || response.status == 304 ||
-                        response.status < 200;
+  const bool bodiless =
+      response.status == 204 || response.status == 304 || response.status < 200;
   if (!bodiless) {
     out.append("Content-Type: ");
     out.append(response.content_type);

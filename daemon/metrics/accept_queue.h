@@ -1,8 +1,9 @@
-// The kernel accept-queue depth of a listening socket: connections the kernel has
-// completed that no worker has accepted yet. php-fpm's "listen queue" is always 0
-// on Linux unix sockets; this reads the real figure.
+// The kernel accept-queue depth of a listening socket: connections the kernel
+// has completed that no worker has accepted yet. php-fpm's "listen queue" is
+// always 0 on Linux unix sockets; this reads the real figure.
 //   TCP:  getsockopt(TCP_INFO).tcpi_unacked on a listener is the queue length.
-//   unix: sock_diag (NETLINK_SOCK_DIAG) with UDIAG_SHOW_RQLEN, looked up by inode.
+//   unix: sock_diag (NETLINK_SOCK_DIAG) with UDIAG_SHOW_RQLEN, looked up by
+//   inode.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Log-linear latency histogram (HdrHistogram-style, 8 sub-buckets per power of
-// two, ~12% relative error), fixed size, no allocation on record. Recording is a
-// single-writer relaxed increment; snapshots from many workers (threads or
+// two, ~12% relative error), fixed size, no allocation on record. Recording is
+// a single-writer relaxed increment; snapshots from many workers (threads or
 // processes, through the shared stats region) merge by adding buckets.
 #pragma once
 
@@ -12,13 +12,15 @@ namespace gearbox {
 
 inline constexpr int kSubBucketBits = 3;  // 8 sub-buckets per power of two
 inline constexpr int kSubBuckets = 1 << kSubBucketBits;
-inline constexpr int kHistogramBuckets = 8 + (40 - kSubBucketBits) * kSubBuckets;
+inline constexpr int kHistogramBuckets =
+    8 + (40 - kSubBucketBits) * kSubBuckets;
 
 // Bucket index of a value in microseconds. Values 0..7 get exact buckets.
 constexpr int HistogramBucket(uint64_t us) {
   if (us < kSubBuckets) return static_cast<int>(us);
-  int exp = 63 - std::countl_zero(us);           // floor(log2(us)) >= 3
-  int sub = static_cast<int>((us >> (exp - kSubBucketBits)) & (kSubBuckets - 1));
+  int exp = 63 - std::countl_zero(us);  // floor(log2(us)) >= 3
+  int sub =
+      static_cast<int>((us >> (exp - kSubBucketBits)) & (kSubBuckets - 1));
   int idx = kSubBuckets + (exp - kSubBucketBits) * kSubBuckets + sub;
   return idx < kHistogramBuckets ? idx : kHistogramBuckets - 1;
 }
@@ -28,7 +30,8 @@ constexpr uint64_t HistogramBucketUpper(int idx) {
   if (idx < kSubBuckets) return static_cast<uint64_t>(idx) + 1;
   int exp = (idx - kSubBuckets) / kSubBuckets + kSubBucketBits;
   int sub = (idx - kSubBuckets) % kSubBuckets;
-  return (static_cast<uint64_t>(kSubBuckets + sub + 1)) << (exp - kSubBucketBits);
+  return (static_cast<uint64_t>(kSubBuckets + sub + 1))
+         << (exp - kSubBucketBits);
 }
 
 struct HistogramSnapshot {
@@ -41,7 +44,9 @@ struct HistogramSnapshot {
   HistogramSnapshot Since(const HistogramSnapshot& earlier) const {
     HistogramSnapshot d;
     for (int i = 0; i < kHistogramBuckets; ++i)
-      d.buckets[i] = buckets[i] >= earlier.buckets[i] ? buckets[i] - earlier.buckets[i] : 0;
+      d.buckets[i] = buckets[i] >= earlier.buckets[i]
+                         ? buckets[i] - earlier.buckets[i]
+                         : 0;
     return d;
   }
   uint64_t Count() const {
@@ -49,7 +54,8 @@ struct HistogramSnapshot {
     for (uint64_t b : buckets) n += b;
     return n;
   }
-  // Upper bound of the bucket holding quantile q (0..1), in microseconds; 0 if empty.
+  // Upper bound of the bucket holding quantile q (0..1), in microseconds; 0 if
+  // empty.
   uint64_t Percentile(double q) const {
     uint64_t n = Count();
     if (n == 0) return 0;

@@ -52,11 +52,12 @@ std::string StatsReporter::Report(std::string_view model, int generation,
       "accept_queue={} accept_queue_max={} s2xx={} s4xx={} s5xx={} rejected={} "
       "bad_input={} timeouts={} bytes_in={} bytes_out={}",
       model, generation, rps, t.requests, Ms(service.Percentile(0.5)),
-      Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)), Ms(service.Max()),
-      Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)), t.inflight, t.open(),
-      t.busy, workers, t.queue_depth, queue_max, accept_queue_, accept_queue_max_,
-      t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
-      t.bad_input, t.timeouts(), t.bytes_in, t.bytes_out);
+      Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)),
+      Ms(service.Max()), Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)),
+      t.inflight, t.open(), t.busy, workers, t.queue_depth, queue_max,
+      accept_queue_, accept_queue_max_, t.status_class[2], t.status_class[4],
+      t.status_class[5], t.rejected, t.bad_input, t.timeouts(), t.bytes_in,
+      t.bytes_out);
   if (journald_) {
     // Under systemd the line goes to the journal with structured fields, so
     // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
@@ -70,18 +71,18 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         "GEARBOX_P50_MS=%.3f", Ms(service.Percentile(0.5)),
         "GEARBOX_P90_MS=%.3f", Ms(service.Percentile(0.9)),
         "GEARBOX_P99_MS=%.3f", Ms(service.Percentile(0.99)),
-        "GEARBOX_MAX_MS=%.3f", Ms(service.Max()),
-        "GEARBOX_INFLIGHT=%llu", static_cast<unsigned long long>(t.inflight),
-        "GEARBOX_CONNS=%llu", static_cast<unsigned long long>(t.open()),
-        "GEARBOX_BUSY=%llu", static_cast<unsigned long long>(t.busy),
-        "GEARBOX_WORKERS=%d", workers,
+        "GEARBOX_MAX_MS=%.3f", Ms(service.Max()), "GEARBOX_INFLIGHT=%llu",
+        static_cast<unsigned long long>(t.inflight), "GEARBOX_CONNS=%llu",
+        static_cast<unsigned long long>(t.open()), "GEARBOX_BUSY=%llu",
+        static_cast<unsigned long long>(t.busy), "GEARBOX_WORKERS=%d", workers,
         "GEARBOX_QUEUE=%llu", static_cast<unsigned long long>(t.queue_depth),
         "GEARBOX_QUEUE_MAX=%llu", static_cast<unsigned long long>(queue_max),
         "GEARBOX_ACCEPT_QUEUE=%lld", static_cast<long long>(accept_queue_),
-        "GEARBOX_ACCEPT_QUEUE_MAX=%lld", static_cast<long long>(accept_queue_max_),
-        "GEARBOX_S2XX=%llu", static_cast<unsigned long long>(t.status_class[2]),
-        "GEARBOX_S4XX=%llu", static_cast<unsigned long long>(t.status_class[4]),
-        "GEARBOX_S5XX=%llu", static_cast<unsigned long long>(t.status_class[5]),
+        "GEARBOX_ACCEPT_QUEUE_MAX=%lld",
+        static_cast<long long>(accept_queue_max_), "GEARBOX_S2XX=%llu",
+        static_cast<unsigned long long>(t.status_class[2]), "GEARBOX_S4XX=%llu",
+        static_cast<unsigned long long>(t.status_class[4]), "GEARBOX_S5XX=%llu",
+        static_cast<unsigned long long>(t.status_class[5]),
         "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
         "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
         nullptr);
@@ -94,7 +95,8 @@ std::string StatsReporter::Report(std::string_view model, int generation,
   last_time_ = now;
   accept_queue_max_ = accept_queue_;
   return fmt::format(
-      "{} gen {}: {:.0f} req/s, p99 {:.1f} ms, {} in flight, {}/{} busy, {} conns, "
+      "{} gen {}: {:.0f} req/s, p99 {:.1f} ms, {} in flight, {}/{} busy, {} "
+      "conns, "
       "queue {}, {} rejected (503)",
       model, generation, rps, Ms(service.Percentile(0.99)), t.inflight, t.busy,
       workers, t.open(), t.queue_depth, t.rejected);

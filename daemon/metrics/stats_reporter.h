@@ -1,5 +1,5 @@
-// Turns the counters into the periodic `stats` log line (logfmt, stable keys), the
-// journald fields and a short human summary for sd_notify STATUS=.
+// Turns the counters into the periodic `stats` log line (logfmt, stable keys),
+// the journald fields and a short human summary for sd_notify STATUS=.
 #pragma once
 
 #include <chrono>
@@ -16,12 +16,13 @@ class StatsReporter {
  public:
   explicit StatsReporter(const Listeners& listeners);
 
-  // Samples the kernel accept queues (call often: every supervisor tick); the line
-  // reports the latest value and the maximum since the previous line.
+  // Samples the kernel accept queues (call often: every supervisor tick); the
+  // line reports the latest value and the maximum since the previous line.
   void Sample();
 
-  // Logs one `event=stats ...` line with figures since the previous call (and, under
-  // journald, the same figures as GEARBOX_* fields); returns the STATUS= summary.
+  // Logs one `event=stats ...` line with figures since the previous call (and,
+  // under journald, the same figures as GEARBOX_* fields); returns the STATUS=
+  // summary.
   std::string Report(std::string_view model, int generation, StatsRegion& stats,
                      int workers);
 
