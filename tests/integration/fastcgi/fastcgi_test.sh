@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# FastCGI end to end: the real gearboxd with a `protocol = "fastcgi"` listener on a
+# unix socket, under the model given as $1, and cgi-fcgi (Debian libfcgi-bin: the
+# FastCGI reference library's client) as a real client.
+#
+#   bazel test //tests/integration/fastcgi:fastcgi          # every model
+#   bazel test //tests/integration/fastcgi:fastcgi_async
+#
+# Everything is bounded: the socket wait, every cgi-fcgi call (timeout 10), and the
+# stop (SIGTERM, then SIGKILL). The daemon is stopped by its PID.
+set -euo pipefail
+
+MODEL="${1:?usage: fastcgi_test.sh MODEL}"
+GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
+[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
+
+fail() {
+  echo "FAIL [$MODEL]: $*" >&2
+  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
+    echo "--- gearboxd log ---" >&2
+    cat "$LOG" >&2
+  fi
+  exit 1
+}
+
+set -E
+trap 'fail "line $LINENO: a command failed"' ERR
+
+command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not installed (Debian libfcgi-bin)"
+[[ -x "$GEARBOXD" ]] || fail "gearboxd not found in the runfiles"
+
+# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
+WORK="${TEST_TMPDIR:-/tmp}/fcgi"
+OWN_WORK=""
+if (( ${#WORK} > 80 )); then
+  WORK="$(mktemp -d /tmp/gearbox-fcgi.XXXXXX)"
+  OWN_WORK="$WORK"
+fi
+mkdir -p "$WORK"
+SOCK="$WORK/fcgi.sock"
+CONF="$WORK/gearbox.toml"
+LOG="$WORK/gearboxd.log"
+rm -f "$SOCK"
+
+# No [[route]]: the built-in routes (/hello, /sleep, /echo, ...) apply.
+cat >"$CONF" <<EOF
+[server]
+model = "$MODEL"
+graceful_timeout = "5s"
+
+[[listen]]
+address = "unix:$SOCK"
+protocol = "fastcgi"
+name = "fastcgi"
+
+[threadpool]
+threads = 8
+queue = 64
+
+[prefork]
+workers = 4
+
+[async]
+loops = 2
+
+[limits]
+max_header_bytes = 65536
+max_body_bytes = 1048576
+EOF
+
+"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
+
+"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
+PID=$!
+
+stop_daemon() {
+  # SIGTERM (graceful), bounded wait, then SIGKILL; only our own PID.
+  if kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null || true
+    for _ in $(seq 100); do
+      kill -0 "$PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
+  fi
+}
+cleanup() {
+  stop_daemon
+  if [[ -n "$OWN_WORK" ]]; then
+    [[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] &&
+      cp "$LOG" "$TEST_UNDECLARED_OUTPUTS_DIR/gearboxd-$MODEL.log" 2>/dev/null
+    rm -rf "$OWN_WORK"
+  fi
+}
+trap cleanup EXIT
+
+for _ in $(seq 100); do
+  [[ -S "$SOCK" ]] && break
+  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
+  sleep 0.1
+done
+[[ -S "$SOCK" ]] || fail "no socket at $SOCK after 10s"
+
+# fcgi VAR=VALUE... : one request; the environment is exactly the CGI params.
+fcgi() {
+  env -i "$@" timeout 10 cgi-fcgi -bind -connect "$SOCK"
+}
+# The response body: everything after the first empty (CRLF) line.
+body_of() { sed '1,/^\r$/d'; }
+# The value of header $1 in the response head.
+header_of() { sed -n "s/^$1: \\(.*\\)\\r\$/\\1/p" | head -n 1; }
+
+expect_eq() {  # what, expected, actual
+  [[ "$2" == "$3" ]] || fail "$1: expected [$2], got [$3]"
+}
+
+# GET /hello
+out="$(fcgi REQUEST_METHOD=GET REQUEST_URI=/hello SERVER_PROTOCOL=HTTP/1.1)" ||
+  fail "cgi-fcgi /hello failed"
+expect_eq "/hello status" "200 OK" "$(header_of Status <<<"$out")"
+expect_eq "/hello type" "text/plain" "$(header_of Content-Type <<<"$out")"
+expect_eq "/hello length" "12" "$(header_of Content-Length <<<"$out")"
+expect_eq "/hello body" "hello world" "$(body_of <<<"$out")"
+
+# GET /sleep?ms=5: a handler that waits (a timer under async, a sleep otherwise).
+out="$(fcgi REQUEST_METHOD=GET 'REQUEST_URI=/sleep?ms=5' QUERY_STRING=ms=5)" ||
+  fail "cgi-fcgi /sleep failed"
+expect_eq "/sleep status" "200 OK" "$(header_of Status <<<"$out")"
+expect_eq "/sleep body" "waited 5 ms" "$(body_of <<<"$out")"
+
+# POST /echo with a body on STDIN.
+out="$(printf 'hello, fastcgi' |
+  fcgi REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=14 \
+    CONTENT_TYPE=text/x-greeting)" || fail "cgi-fcgi POST /echo failed"
+expect_eq "/echo status" "200 OK" "$(header_of Status <<<"$out")"
+expect_eq "/echo type" "text/x-greeting" "$(header_of Content-Type <<<"$out")"
+expect_eq "/echo body" "hello, fastcgi" "$(body_of <<<"$out")"
+
+# A 200 kB body: several STDIN records in, several 65535-byte STDOUT records out.
+BIG="$WORK/big.txt"
+{ yes 'the quick brown fox jumps over the lazy dog' || true; } | head -c 200000 >"$BIG"
+fcgi REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=200000 \
+  CONTENT_TYPE=text/plain <"$BIG" >"$WORK/big.out" || fail "cgi-fcgi big POST failed"
+expect_eq "big length" "200000" "$(header_of Content-Length <"$WORK/big.out")"
+body_of <"$WORK/big.out" | cmp -s - "$BIG" || fail "big body differs"
+
+# HEAD: the length of the body that is not sent.
+out="$(fcgi REQUEST_METHOD=HEAD REQUEST_URI=/hello)" || fail "cgi-fcgi HEAD failed"
+expect_eq "HEAD length" "12" "$(header_of Content-Length <<<"$out")"
+expect_eq "HEAD body" "" "$(body_of <<<"$out")"
+
+# CGI without REQUEST_URI: SCRIPT_NAME + PATH_INFO, QUERY_STRING.
+out="$(fcgi REQUEST_METHOD=GET SCRIPT_NAME=/sle PATH_INFO=ep QUERY_STRING=ms=1)" ||
+  fail "cgi-fcgi SCRIPT_NAME failed"
+expect_eq "SCRIPT_NAME body" "waited 1 ms" "$(body_of <<<"$out")"
+
+# Unknown path.
+out="$(fcgi REQUEST_METHOD=GET REQUEST_URI=/nope)" || fail "cgi-fcgi /nope failed"
+expect_eq "/nope status" "404 Not Found" "$(header_of Status <<<"$out")"
+
+# Concurrent clients (each cgi-fcgi is one connection, no FCGI_KEEP_CONN).
+pids=()
+for i in $(seq 12); do
+  fcgi REQUEST_METHOD=GET 'REQUEST_URI=/sleep?ms=30' QUERY_STRING=ms=30 \
+    >"$WORK/par.$i" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent cgi-fcgi failed"; done
+for i in $(seq 12); do
+  expect_eq "concurrent $i" "waited 30 ms" "$(body_of <"$WORK/par.$i")"
+done
+
+# The daemon is still up, and stops cleanly.
+kill -0 "$PID" 2>/dev/null || fail "gearboxd died"
+kill -TERM "$PID"
+status=0
+for _ in $(seq 100); do
+  kill -0 "$PID" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$PID" 2>/dev/null && fail "gearboxd still running 10s after SIGTERM"
+wait "$PID" || status=$?
+expect_eq "exit status" "0" "$status"
+echo "PASS [$MODEL]: FastCGI over $SOCK"
