@@ -329,9 +329,10 @@ bool AsyncLoop::Process(AsyncConnection* c, std::string_view input,
     ServerCodec::Result r = c->codec->Parse(view, request_, out_buffer_);
     if (r.status == ServerCodec::Status::kIncomplete) {
       if (from_scratch) c->in.Append(view);
-      if (!c->in_request) {
+      if (!c->in_request && c->codec->InRequest()) {
         // First bytes of a new request: the whole head must arrive within
-        // header_timeout from now (not reset per read).
+        // header_timeout from now (not reset per read). Bytes that are not a
+        // request (FastCGI management records) leave the idle timer alone.
         c->in_request = true;
         event_add(&c->timer, header_tv_);
       }
@@ -516,7 +517,7 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
       if (c->in_request) {
         // Head or body not complete in time: 408, which the client may still
         // read; a client that never sent a byte is just closed (as nginx does).
-        if (c->codec->InRequest() || !c->in.empty()) {
+        if (c->codec->InRequest()) {
           c->codec->AppendError(408, {}, out_buffer_);
           stats_.CountStatus(408);
           Flush(c);

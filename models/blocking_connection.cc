@@ -185,7 +185,9 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       if (w == WriteResult::kError) return finish(CloseReason::kClient);
     }
     // 3. Wait for more bytes: idle between requests, or inside one.
-    const bool in_request = conn.codec->InRequest() || !conn.in.empty();
+    // The codec knows whether buffered bytes are part of a request (FastCGI
+    // management records, for one, are not).
+    const bool in_request = conn.codec->InRequest();
     if (!in_request) {
       conn.in_request = false;
       if (ctx.draining && ctx.draining->load(std::memory_order_relaxed)) {

@@ -323,7 +323,7 @@ class ThreadPoolModel final : public Model {
   // Closes a parked connection whose time ran out, with the answer it is owed.
   void Expire(BlockingConnection* c) {
     WorkerStats& stats = AcceptorStats();
-    if (c->in_request && (!c->in.empty() || c->codec->InRequest())) {
+    if (c->in_request && c->codec->InRequest()) {
       std::string out;
       c->codec->AppendError(408, {},
                             out);  // mid-request: the client may read it
