@@ -257,8 +257,13 @@ void AsyncLoop::Close(AsyncConnection* c, CloseReason reason) {
   if (c->next) c->next->prev = c->prev;
   if (c->pending) {
     // Closing cancels a waiting exchange (its timer is gone with the event).
-    stats_.inflight.store(stats_.inflight.load(std::memory_order_relaxed) - 1,
-                          std::memory_order_relaxed);
+    const uint64_t inflight =
+        stats_.inflight.load(std::memory_order_relaxed) - 1;
+    stats_.inflight.store(inflight, std::memory_order_relaxed);
+    if (inflight == 0) {
+      stats_.busy.store(0, std::memory_order_relaxed);
+      stats_.current_start_us.store(0, std::memory_order_relaxed);
+    }
   }
   delete c;
   --conns_;

@@ -45,10 +45,15 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
   timing.waited = false;
   stats.queue_wait.Record(timing.queue_us);
-  Bump(stats.inflight);
+  // An async loop has many requests in flight on one slot: the slot is busy
+  // while any is, and shows the oldest one.
+  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) + 1;
+  stats.inflight.store(inflight, std::memory_order_relaxed);
   stats.busy.store(1, std::memory_order_relaxed);
-  stats.current_start_us.store(timing.start_us, std::memory_order_relaxed);
-  stats.SetCurrentPath(request.path);
+  if (inflight == 1) {
+    stats.current_start_us.store(timing.start_us, std::memory_order_relaxed);
+    stats.SetCurrentPath(request.path);
+  }
   return cycle.router->Find(request.path)->Start(request);
 }
 
@@ -67,10 +72,12 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
   Bump(stats.requests);
   stats.CountStatus(response.status);
   Bump(stats.bytes_out, out.size() - before);
-  stats.inflight.store(stats.inflight.load(std::memory_order_relaxed) - 1,
-                       std::memory_order_relaxed);
-  stats.busy.store(0, std::memory_order_relaxed);
-  stats.current_start_us.store(0, std::memory_order_relaxed);
+  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) - 1;
+  stats.inflight.store(inflight, std::memory_order_relaxed);
+  if (inflight == 0) {
+    stats.busy.store(0, std::memory_order_relaxed);
+    stats.current_start_us.store(0, std::memory_order_relaxed);
+  }
   if (cycle.log && cycle.log->enabled()) {
     RequestRecord r;
     r.method = request.method;

@@ -1,9 +1,12 @@
 #include "daemon/metrics/stats_reporter.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <systemd/sd-journal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "daemon/logging.h"
@@ -15,8 +18,26 @@ double Ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
 
 }  // namespace
 
+namespace {
+
+// systemd.exec(5): JOURNAL_STREAM=dev:ino names the journal stream systemd gave
+// us; it counts only if stderr is still that stream (a child of a unit that
+// redirected stderr elsewhere inherits the variable but not the stream).
+bool StderrIsJournal() {
+  const char* env = getenv("JOURNAL_STREAM");
+  if (!env) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (sscanf(env, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st;
+  if (fstat(STDERR_FILENO, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+}  // namespace
+
 StatsReporter::StatsReporter(const Listeners& listeners)
-    : listeners_(listeners), journald_(getenv("JOURNAL_STREAM") != nullptr) {}
+    : listeners_(listeners), journald_(StderrIsJournal()) {}
 
 void StatsReporter::Sample() {
   int64_t total = 0;
@@ -58,11 +79,12 @@ std::string StatsReporter::Report(std::string_view model, int generation,
       accept_queue_, accept_queue_max_, t.status_class[2], t.status_class[4],
       t.status_class[5], t.rejected, t.bad_input, t.timeouts(), t.bytes_in,
       t.bytes_out);
+  // Under systemd the line goes to the journal with structured fields, so
+  // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
+  // duplicate it); if the journal refuses it, stderr still gets the line.
+  int journal_rc = -1;
   if (journald_) {
-    // Under systemd the line goes to the journal with structured fields, so
-    // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
-    // duplicate it).
-    sd_journal_send(
+    journal_rc = sd_journal_send(
         "MESSAGE=event=stats %s", line.c_str(), "PRIORITY=6",
         "SYSLOG_IDENTIFIER=gearboxd", "GEARBOX_EVENT=stats",
         "GEARBOX_MODEL=%.*s", static_cast<int>(model.size()), model.data(),
@@ -86,9 +108,8 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
         "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
         nullptr);
-  } else {
-    LogInfo("stats", "{}", line);
   }
+  if (journal_rc < 0) LogInfo("stats", "{}", line);
   last_requests_ = t.requests;
   last_service_ = t.service;
   last_queue_wait_ = t.queue_wait;
