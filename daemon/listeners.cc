@@ -144,15 +144,22 @@ std::variant<Listeners, std::string> AcquireListeners(
     }
     free(names);
     if (!error.empty()) return error;
+    // Entries systemd did not pass are bound here, so a socket unit may carry
+    // only some of the listeners (say, HTTP) while gearboxd binds the rest.
     for (const ListenConfig& lc : config) {
       bool found = false;
       for (const Listener& l : out) found = found || l.name == lc.name;
-      if (!found) {
-        LogWarn("listener_not_passed",
-                "name={} address={} protocol={} msg=\"socket-activated, but "
-                "systemd passed no socket with this name\"",
-                lc.name, lc.address, ProtocolName(lc.protocol));
+      if (found) continue;
+      LogInfo("listener_not_passed",
+              "name={} address={} protocol={} msg=\"systemd passed no socket "
+              "with this name; binding it\"",
+              lc.name, lc.address, ProtocolName(lc.protocol));
+      auto r = Bind(lc);
+      if (auto* e = std::get_if<std::string>(&r)) {
+        ReleaseListeners(out);
+        return *e;
       }
+      out.push_back(std::get<Listener>(r));
     }
     return out;
   }

@@ -129,25 +129,28 @@ class Supervisor {
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
                static_cast<unsigned long long>(MonotonicUsec()));
     ConfigVocabulary vocab{ModelNames(), HandlerNames()};
-    ConfigResult loaded = path_.empty()
-                              ? LoadConfigString(EmbeddedDefaultConfig(),
-                                                 "<embedded>", vocab)
-                              : LoadConfigFile(path_, vocab);
+    ConfigResult loaded =
+        path_.empty()
+            ? LoadConfigString(EmbeddedDefaultConfig(), "<embedded>", vocab)
+            : LoadConfigFile(path_, vocab);
     if (auto* e = std::get_if<ConfigError>(&loaded)) {
-      LogError("reload_failed", "error={} gen={} msg=\"keeping the running config\"",
+      LogError("reload_failed",
+               "error={} gen={} msg=\"keeping the running config\"",
                LogQuote(e->ToString()), current_->number);
       last_reload_error_ = e->ToString();
-      sd_notifyf(0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
-                 e->ToString().c_str(), current_->config.server.model.c_str(),
-                 current_->number);
+      sd_notifyf(
+          0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
+          e->ToString().c_str(), current_->config.server.model.c_str(),
+          current_->number);
       return;
     }
     Config next = std::get<Config>(std::move(loaded));
     next.foreground = first_config_.foreground;
     bool listen_changed = next.listen.size() != first_config_.listen.size();
     for (size_t i = 0; !listen_changed && i < next.listen.size(); ++i) {
-      listen_changed = next.listen[i].address != first_config_.listen[i].address ||
-                       next.listen[i].protocol != first_config_.listen[i].protocol;
+      listen_changed =
+          next.listen[i].address != first_config_.listen[i].address ||
+          next.listen[i].protocol != first_config_.listen[i].protocol;
     }
     if (listen_changed) {
       LogWarn("reload_listen_unchanged",
@@ -159,15 +162,25 @@ class Supervisor {
     std::string error;
     auto fresh = StartGeneration(next, &error);
     if (!fresh) {
-      LogError("reload_failed", "error={} gen={}", LogQuote(error),
-               current_->number);
-      sd_notifyf(0, "READY=1\nSTATUS=reload failed: %s", error.c_str());
+      --generation_counter_;  // the number goes to the next generation that
+                              // runs
+      LogError("reload_failed",
+               "error={} gen={} msg=\"keeping the running generation\"",
+               LogQuote(error), current_->number);
+      last_reload_error_ = error;
+      sd_notifyf(
+          0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
+          error.c_str(), current_->config.server.model.c_str(),
+          current_->number);
       return;
     }
-    // Both generations accept on the same sockets for a moment; then the old one
-    // stops accepting and finishes what it has.
+    // Both generations accept on the same sockets for a moment; then the old
+    // one stops accepting and finishes what it has.
     std::unique_ptr<Generation> old = std::move(current_);
     current_ = std::move(fresh);
+    // The old generation stops accepting before READY=1: a client that connects
+    // after the reload has finished is served by the new one.
+    old->model->StopAccepting();
     BeginDrain(std::move(old));
     last_reload_error_.clear();
     sd_notifyf(0, "READY=1\nSTATUS=%s serving (generation %d)",
@@ -204,19 +217,20 @@ class Supervisor {
 
   void Stop(bool fast) {
     sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-    const auto timeout =
-        fast ? Clock::duration::zero()
-             : std::chrono::duration_cast<Clock::duration>(
-                   current_->config.server.graceful_timeout);
-    LogInfo("stopping", "mode={} gen={} graceful_timeout_ms={}",
-            fast ? "fast" : "graceful", current_->number,
-            std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+    const auto timeout = fast ? Clock::duration::zero()
+                              : std::chrono::duration_cast<Clock::duration>(
+                                    current_->config.server.graceful_timeout);
+    LogInfo(
+        "stopping", "mode={} gen={} graceful_timeout_ms={}",
+        fast ? "fast" : "graceful", current_->number,
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
     Deadline deadline = Clock::now() + timeout;
     BeginDrain(std::move(current_));
     // Tell systemd we are still making progress while a long drain runs.
     while (!draining_.empty()) {
       ReapDrained();
-      if (!draining_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!draining_.empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (Clock::now() > deadline + std::chrono::seconds(5)) {
         LogError("drain_stuck", "msg=\"drain overran its deadline; exiting\"");
         _exit(1);
@@ -228,11 +242,13 @@ class Supervisor {
   int Loop() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+    for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD})
+      sigaddset(&set, s);
     uint64_t watchdog_usec = 0;
     const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
     Clock::time_point next_watchdog = Clock::now();
-    Clock::time_point next_stats = Clock::now() + current_->config.metrics.interval;
+    Clock::time_point next_stats =
+        Clock::now() + current_->config.metrics.interval;
     for (;;) {
       timespec ts{0, 100 * 1000 * 1000};
       int sig = sigtimedwait(&set, nullptr, &ts);
@@ -283,8 +299,8 @@ class Supervisor {
 }  // namespace
 
 int RunSupervisor(Config config, std::string config_path) {
-  // Signals are taken synchronously by the supervisor thread: block them before any
-  // thread exists so every thread inherits the mask.
+  // Signals are taken synchronously by the supervisor thread: block them before
+  // any thread exists so every thread inherits the mask.
   sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&set, s);

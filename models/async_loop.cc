@@ -157,6 +157,10 @@ void AsyncLoop::OnWake() {
   }
   if (Draining()) {
     SetAccepting(false);
+    if (!acknowledged_drain_) {
+      acknowledged_drain_ = true;
+      shared_.loops_not_accepting.fetch_add(1);
+    }
     CloseIdleForDrain();
     if (conns_ == 0) event_base_loopbreak(base_);
   }

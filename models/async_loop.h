@@ -28,6 +28,7 @@ struct AsyncShared {
   std::atomic<int64_t> open{
       0};  // connections across all loops (max_connections)
   std::atomic<bool> draining{false};
+  std::atomic<int> loops_not_accepting{0};  // loops that saw draining
   std::atomic<bool> aborting{false};
 };
 
@@ -87,6 +88,7 @@ class AsyncLoop {
   event_base* base_ = nullptr;
   std::vector<event*> listen_events_;
   bool accepting_ = false;
+  bool acknowledged_drain_ = false;
   event* wake_event_ = nullptr;
   event* tick_event_ = nullptr;
   int wake_fd_ = -1;

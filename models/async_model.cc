@@ -53,11 +53,23 @@ class AsyncModel final : public Model {
     return Status::Ok();
   }
 
+  void StopAccepting() override {
+    if (!started_ || shared_.draining.exchange(true)) return;
+    for (auto& loop : loops_) loop->Wake();
+    // Each loop removes its listener events on its own thread; wait for all.
+    const auto limit =
+        std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (shared_.loops_not_accepting.load() <
+               static_cast<int>(loops_.size()) &&
+           std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
   void Drain(Deadline deadline) override {
     if (!started_) return;
+    StopAccepting();
     started_ = false;
-    shared_.draining.store(true);
-    for (auto& loop : loops_) loop->Wake();
     auto all_exited = [this] {
       for (auto& loop : loops_)
         if (!loop->exited()) return false;

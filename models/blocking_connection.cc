@@ -190,7 +190,10 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     const bool in_request = conn.codec->InRequest();
     if (!in_request) {
       conn.in_request = false;
-      if (ctx.draining && ctx.draining->load(std::memory_order_relaxed)) {
+      // Draining closes idle keep-alive connections; a fresh one was accepted
+      // for a request it has not sent yet, and is owed an answer.
+      if (!conn.fresh && ctx.draining &&
+          ctx.draining->load(std::memory_order_relaxed)) {
         return finish(CloseReason::kDrain);
       }
       if (idle.park) {
@@ -230,7 +233,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
                                    : CloseReason::kIdleTimeout);
         if (n < 0) {
           if (errno != EINTR) return finish(CloseReason::kError);
-          if (ctx.draining && ctx.draining->load(std::memory_order_relaxed))
+          if (!conn.fresh && ctx.draining &&
+              ctx.draining->load(std::memory_order_relaxed))
             return finish(CloseReason::kDrain);
           continue;
         }

@@ -50,6 +50,12 @@ class Model {
   // Supervisor housekeeping, called from the supervisor thread at least every
   // 100 ms and on SIGCHLD (prefork reaps and respawns its children here).
   virtual void Maintain() {}
+  // Stops accepting on the listeners and returns once no worker of this model
+  // will accept again (bounded: about a second at worst). Accepted connections,
+  // including ones whose first request has not arrived yet, are still served.
+  // The supervisor calls it before READY=1 on reload, so a client that connects
+  // after READY=1 is served by the new generation. Drain() implies it.
+  virtual void StopAccepting() = 0;
   // Stops accepting, closes idle connections, finishes in-flight requests;
   // returns when done or at the deadline (then aborts what is left). Two
   // generations (old draining, new serving) may coexist. Safe to call from any

@@ -114,14 +114,20 @@ class PreforkModel final : public Model {
     }
   }
 
+  void StopAccepting() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    StopAcceptingLocked();
+  }
+
   void Drain(Deadline deadline) override {
     std::unique_lock<std::mutex> lock(mu_);
     if (!started_) return;
+    StopAcceptingLocked();
     started_ = false;
-    draining_ = true;
-    // Children finish the request in hand, then exit.
-    for (Child& c : children_)
-      if (c.pid > 0) kill(c.pid, Clock::now() >= deadline ? SIGKILL : SIGTERM);
+    if (Clock::now() >= deadline) {
+      for (Child& c : children_)
+        if (c.pid > 0) kill(c.pid, SIGKILL);
+    }
     for (;;) {
       bool alive = false;
       for (Child& c : children_) {
@@ -159,6 +165,16 @@ class PreforkModel final : public Model {
  private:
   static int Workers(const ModelConfig& c) {
     return c.foreground ? 1 : c.prefork.workers;
+  }
+
+  // Caller holds mu_. SIGTERM makes a child stop accepting before it handles
+  // another connection (it checks the flag between poll() and accept()), finish
+  // the connection in hand and exit; no respawns from now on.
+  void StopAcceptingLocked() {
+    if (draining_) return;
+    draining_ = true;
+    for (Child& c : children_)
+      if (c.pid > 0) kill(c.pid, SIGTERM);
   }
 
   // Caller holds mu_.

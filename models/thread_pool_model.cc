@@ -105,17 +105,27 @@ class ThreadPoolModel final : public Model {
     return Status::Ok();
   }
 
+  void StopAccepting() override {
+    if (!started_ || draining_.exchange(true)) return;
+    // The poller stops accepting and closes idle connections when it sees
+    // draining_; wait until it has.
+    Wake();
+    std::unique_lock<std::mutex> lock(mu_);
+    drained_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [this] { return poller_drained_; });
+  }
+
   void Drain(Deadline deadline) override {
     if (!started_) return;
+    StopAccepting();
     started_ = false;
-    draining_.store(true);
-    Wake();
     {
-      // Finish what is queued or in hand; the poller stops accepting and closes
-      // idle connections when it sees draining_.
+      // Finish what is queued, in hand, or parked waiting for a first request
+      // or the rest of one.
       std::unique_lock<std::mutex> lock(mu_);
       drained_cv_.wait_until(lock, deadline, [this] {
-        return queue_.empty() && active_ == 0 && poller_drained_;
+        return queue_.empty() && active_ == 0 && returned_.empty() &&
+               poller_drained_ && parked_busy_ == 0;
       });
       stop_ = true;
     }
@@ -198,6 +208,7 @@ class ThreadPoolModel final : public Model {
         poller_drained_local_ = true;
         std::lock_guard<std::mutex> lock(mu_);
         poller_drained_ = true;
+        parked_busy_ = parked_.size();
         drained_cv_.notify_all();
       }
       const bool at_cap =
@@ -236,10 +247,19 @@ class ThreadPoolModel final : public Model {
       {
         std::lock_guard<std::mutex> lock(mu_);
         returned.swap(returned_);
+        // In transit from a worker to the parked set: Drain() must still wait.
+        if (poller_drained_local_) parked_busy_ += returned.size();
       }
       for (BlockingConnection* c : returned) Park(c);
       returned.clear();
       ExpireParked();
+      if (poller_drained_local_) {
+        // While draining only busy connections stay parked (idle ones are
+        // closed), so the count tells Drain() whether any are left.
+        std::lock_guard<std::mutex> lock(mu_);
+        parked_busy_ = parked_.size();
+        drained_cv_.notify_all();
+      }
     }
   }
 
@@ -289,7 +309,7 @@ class ThreadPoolModel final : public Model {
   }
 
   void Park(BlockingConnection* c) {
-    if (draining_.load() && !c->in_request) {
+    if (draining_.load() && !c->in_request && !c->fresh) {
       Close(c, CloseReason::kDrain, AcceptorStats());
       return;
     }
@@ -358,7 +378,9 @@ class ThreadPoolModel final : public Model {
     for (auto it = parked_.begin(); it != parked_.end();) {
       BlockingConnection* c = it->second;
       ++it;
-      if (c->in_request) continue;  // mid-request: let it finish (or time out)
+      // Mid-request or fresh (accepted, first request not here yet): let it
+      // finish, or time out.
+      if (c->in_request || c->fresh) continue;
       Unlink(c);
       Close(c, CloseReason::kDrain, AcceptorStats());
     }
@@ -438,6 +460,7 @@ class ThreadPoolModel final : public Model {
   bool stop_ = false;
   bool poller_drained_ = false;
   bool poller_drained_local_ = false;
+  size_t parked_busy_ = 0;  // parked connections Drain() must wait for
 
   // Parked connections by expiry time (poller thread only).
   std::multimap<Clock::time_point, BlockingConnection*> parked_;
