@@ -537,8 +537,7 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
       }
       return;
     case AsyncConnection::State::kWriting:
-      Close(c,
-            CloseReason::kHeaderTimeout);  // send_timeout: client not reading
+      Close(c, CloseReason::kSendTimeout);  // the client is not reading
       return;
   }
 }

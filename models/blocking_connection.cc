@@ -102,6 +102,20 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
                        draining, conn.out, timing);
 }
 
+// True when another prefork child is alive and holds no connection. O(workers)
+// scan of the shared slots; workers <= 1024, and only when a client waits.
+bool FreeSibling(const IdlePolicy& idle) {
+  if (!idle.siblings) return false;
+  for (size_t i = 0; i < idle.siblings->size(); ++i) {
+    if (i == idle.self_slot) continue;
+    const WorkerStats& s = idle.siblings->Slot(i);
+    if (s.pid.load(std::memory_order_relaxed) != 0 &&
+        s.open_conns.load(std::memory_order_relaxed) == 0)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool RealSleeper::SleepFor(std::chrono::microseconds d) {
@@ -180,9 +194,13 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     // 2. Flush before blocking on the next read.
     if (!conn.out.empty()) {
       WriteResult w = WriteAll(conn, limits, stats);
-      if (w == WriteResult::kTimeout)
-        return finish(CloseReason::kHeaderTimeout);
-      if (w == WriteResult::kError) return finish(CloseReason::kClient);
+      if (w != WriteResult::kOk) {
+        // The client is not reading (or gone): drop what is left rather than
+        // wait for it a second time in finish().
+        conn.out.clear();
+        return finish(w == WriteResult::kTimeout ? CloseReason::kSendTimeout
+                                                 : CloseReason::kClient);
+      }
     }
     // 3. Wait for more bytes: idle between requests, or inside one.
     // The codec knows whether buffered bytes are part of a request (FastCGI
@@ -240,6 +258,12 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
         }
         if (idle_fds[0].revents) {
           readable = true;
+        } else if (FreeSibling(idle)) {
+          // A free child will take the newcomer: keep this connection, and
+          // look again shortly in case the free child gets busy instead.
+          pollfd self{conn.fd, POLLIN, 0};
+          int r = poll(&self, 1, std::min(10, MillisUntil(idle_deadline)));
+          if (r > 0) readable = true;
         } else {
           return finish(CloseReason::kServer);  // a new client is queued
         }

@@ -81,6 +81,10 @@ struct IdlePolicy {
   // prefork: while idle, also watch these listening fds and close the idle
   // connection as soon as another client is waiting (one connection per child).
   std::span<const int> listeners;
+  // prefork: the children's stats slots. An idle keep-alive connection is given
+  // up only when no sibling is free to take the waiting client.
+  const StatsRegion* siblings = nullptr;
+  size_t self_slot = 0;
 };
 
 enum class ConnectionOutcome { kClosed, kParked };

@@ -86,7 +86,10 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   bc.limits = &ctx.config.limits;
   bc.draining = &g_draining;
   bc.sleeper = &sleeper;
-  const IdlePolicy idle{.park = false, .listeners = listen_fds};
+  const IdlePolicy idle{.park = false,
+                        .listeners = listen_fds,
+                        .siblings = ctx.stats.get(),
+                        .self_slot = static_cast<size_t>(args.slot)};
 
   if (args.ready_fd >= 0) {
     char byte = 1;

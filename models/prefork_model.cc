@@ -226,6 +226,7 @@ class PreforkModel final : public Model {
             c.pid, DescribeStatus(status));
     ctx_.stats->Slot(index).busy.store(0);
     ctx_.stats->Slot(index).open_conns.store(0);
+    ctx_.stats->Slot(index).pid.store(0);  // not a free sibling while dead
     c.pid = 0;
     deaths_.push_back(now);
     while (!deaths_.empty() && now - deaths_.front() > kStormWindow)

@@ -97,7 +97,8 @@ class StatusHandler final : public Handler {
         "{{\"model\":\"{}\",\"generation\":{},\"pid\":{},\"uptime_s\":{:.3f},"
         "\"requests\":{},\"inflight\":{},\"busy\":{},\"queue\":{},"
         "\"connections\":{{\"accepted\":{},\"open\":{},\"closed\":{},"
-        "\"idle_timeout\":{},\"header_timeout\":{},\"drain\":{}}},"
+        "\"idle_timeout\":{},\"header_timeout\":{},\"send_timeout\":{},"
+        "\"drain\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
         "\"rejected\":{},\"bad_input\":{},\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
@@ -107,6 +108,7 @@ class StatusHandler final : public Handler {
         t.inflight, t.busy, t.queue_depth, t.accepted, t.open(), closed,
         t.closed[static_cast<int>(CloseReason::kIdleTimeout)],
         t.closed[static_cast<int>(CloseReason::kHeaderTimeout)],
+        t.closed[static_cast<int>(CloseReason::kSendTimeout)],
         t.closed[static_cast<int>(CloseReason::kDrain)], t.status_class[1],
         t.status_class[2], t.status_class[3], t.status_class[4],
         t.status_class[5], t.rejected, t.bad_input, t.bytes_in, t.bytes_out,

@@ -15,6 +15,32 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// RFC 9110 5.6.2 tchar.
+bool IsTokenChar(unsigned char c) {
+  if (c >= '0' && c <= '9') return true;
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
+  switch (c) {
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool EqualsNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -116,15 +142,18 @@ int HttpRequestParser::OnHeadersComplete(llhttp_t* p) {
     self->pending_reason_ = "bad_version";
     return -1;
   }
-  // llhttp 8.1 accepts "Name :" and obs-fold (a value continued on the next
-  // line, CRLF kept in the value); RFC 9112 5.1/5.2 say reject both with 400.
-  // A CRLF in a value could otherwise reach a response header (echo).
+  // llhttp 8.1 accepts "Name :", "Bad Name:" and obs-fold (a value continued on
+  // the next line, CRLF kept in the value); RFC 9112 5.1/5.2 say reject all of
+  // them with 400: a name must be a token, and a CRLF in a value could reach a
+  // response header (echo). Such differences between parsers are what request
+  // smuggling feeds on.
   for (const HeaderSpan& h : self->header_spans_) {
-    const char* name_end = self->base_ + h.name.offset + h.name.length;
-    const bool space_before_colon =
-        h.name.length > 0 && (name_end[-1] == ' ' || name_end[-1] == '\t');
+    const char* name = self->base_ + h.name.offset;
+    bool bad_name = h.name.length == 0;
+    for (uint32_t i = 0; i < h.name.length && !bad_name; ++i)
+      bad_name = !IsTokenChar(static_cast<unsigned char>(name[i]));
     const char* value = self->base_ + h.value.offset;
-    if (space_before_colon || memchr(value, '\n', h.value.length) != nullptr ||
+    if (bad_name || memchr(value, '\n', h.value.length) != nullptr ||
         memchr(value, '\r', h.value.length) != nullptr) {
       self->pending_error_ = 400;
       self->pending_reason_ = "malformed";

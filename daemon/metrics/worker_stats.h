@@ -33,6 +33,7 @@ enum class CloseReason : int {
   kError,          // bad input or I/O error
   kDrain,          // graceful stop / reload
   kServer,  // server chose to close (Connection: close, recycling, handoff)
+  kSendTimeout,  // client did not read its response within send_timeout
   kCount,
 };
 
@@ -105,7 +106,8 @@ class StatsRegion {
     }
     uint64_t timeouts() const {
       return closed[static_cast<int>(CloseReason::kHeaderTimeout)] +
-             closed[static_cast<int>(CloseReason::kIdleTimeout)];
+             closed[static_cast<int>(CloseReason::kIdleTimeout)] +
+             closed[static_cast<int>(CloseReason::kSendTimeout)];
     }
   };
   // O(slots) scan; slots <= a few thousand, read once per interval or /status
