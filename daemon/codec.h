@@ -1,5 +1,6 @@
 // The codec seam: a per-connection, pure translator between bytes and requests.
-// HTTP/1.1 (llhttp) and FastCGI implement it; models drive it without knowing which.
+// HTTP/1.1 (llhttp) and FastCGI implement it; models drive it without knowing
+// which.
 #pragma once
 
 #include <memory>
@@ -18,25 +19,27 @@ class ServerCodec {
     kComplete,    // a request is ready in `request`; drop `consumed` bytes
     kIncomplete,  // need more bytes (anything in `out` must be sent first)
     kError,       // bad input: `out` holds the answer (if any); then close
-    kClose,       // the peer asked to end the connection cleanly; close after `out`
+    kClose,  // the peer asked to end the connection cleanly; close after `out`
   };
   struct Result {
     Status status = Status::kIncomplete;
     size_t consumed = 0;
-    int error_status = 0;        // kError: the HTTP status sent (0 = closed silently)
-    const char* error_reason = "";  // kError: a short token for logs and counters
+    int error_status = 0;  // kError: the HTTP status sent (0 = closed silently)
+    const char* error_reason =
+        "";  // kError: a short token for logs and counters
   };
 
   virtual ~ServerCodec() = default;
 
-  // `buffer` holds every unconsumed byte; each call sees what the previous one saw
-  // plus more. Protocol-level replies that are not responses (HTTP "100 Continue",
-  // FastCGI management records, error answers) are appended to `out`.
+  // `buffer` holds every unconsumed byte; each call sees what the previous one
+  // saw plus more. Protocol-level replies that are not responses (HTTP "100
+  // Continue", FastCGI management records, error answers) are appended to
+  // `out`.
   virtual Result Parse(std::string_view buffer, Request& request,
                        std::string& out) = 0;
 
-  // Appends the response to the request last returned by Parse(). Returns true when
-  // the connection must close after `out` is written.
+  // Appends the response to the request last returned by Parse(). Returns true
+  // when the connection must close after `out` is written.
   virtual bool AppendResponse(const Request& request, const Response& response,
                               bool close, std::string& out) = 0;
 
@@ -44,11 +47,16 @@ class ServerCodec {
   virtual void AppendError(int status, std::string_view extra_headers,
                            std::string& out) = 0;
 
-  // True while part of a request has been received (header/body timeout applies)
-  // rather than the connection sitting idle between requests.
+  // True while part of a request has been received (header/body timeout
+  // applies) rather than the connection sitting idle between requests.
   virtual bool InRequest() const = 0;
   // True once the request head is complete and its body is being received.
   virtual bool InBody() const = 0;
+  // True when a response can tell the peer that the connection closes after it
+  // (HTTP's "Connection: close"). FastCGI cannot once the web server asked to
+  // keep the connection: a close after END_REQUEST is unannounced, and the
+  // server may already be reusing the connection.
+  virtual bool AnnouncesClose() const { return true; }
 };
 
 // One codec per connection for the listener's protocol.

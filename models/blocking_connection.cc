@@ -14,8 +14,13 @@ namespace gearbox {
 namespace {
 
 constexpr size_t kReadChunk = 16384;
-constexpr size_t kFlushThreshold =
-    65536;  // pipelined responses batch up to this
+// Pipelined responses batch up to this before a write.
+constexpr size_t kFlushThreshold = 65536;
+// Prefork: how long a keep-alive connection must have been idle before it is
+// given up for a waiting client. nginx reuses a cached upstream connection
+// within microseconds under load; closing one it may be writing to turns a
+// POST into a 502.
+constexpr std::chrono::milliseconds kHandoffGrace{20};
 
 int MillisUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -72,7 +77,8 @@ WriteResult WriteAll(BlockingConnection& conn, const LimitsConfig& limits,
 
 // Serves one complete request: handler steps with sleeps, then the response.
 // Returns true when the connection must close after the response.
-bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
+bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx,
+                bool close_after) {
   WorkerStats& stats = *ctx.cycle.stats;
   RequestTiming timing;
   std::unique_ptr<Exchange> exchange =
@@ -99,7 +105,15 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx) {
   const bool draining =
       ctx.draining && ctx.draining->load(std::memory_order_relaxed);
   return FinishRequest(ctx.cycle, *conn.codec, conn.request, conn.response,
-                       draining, conn.out, timing);
+                       draining || close_after, conn.out, timing);
+}
+
+// True when a listener has a connection waiting to be accepted (one poll()).
+bool ListenerPending(const IdlePolicy& idle) {
+  pollfd fds[8];
+  size_t n = std::min<size_t>(idle.listeners.size(), 8);
+  for (size_t i = 0; i < n; ++i) fds[i] = {idle.listeners[i], POLLIN, 0};
+  return poll(fds, n, 0) > 0;
 }
 
 // True when another prefork child is alive and holds no connection. O(workers)
@@ -182,7 +196,14 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       conn.in_request = false;
       conn.body_armed = false;
       conn.fresh = false;
-      bool close = RunRequest(conn, ctx);
+      // Prefork: if a client is already waiting and no sibling is free, say
+      // "Connection: close" on this response rather than dropping the
+      // connection later while idle, when the peer (nginx) may be sending the
+      // next request on it: a GET would be retried, a POST would fail.
+      const bool hand_off = !idle.listeners.empty() &&
+                            conn.codec->AnnouncesClose() &&
+                            ListenerPending(idle) && !FreeSibling(idle);
+      bool close = RunRequest(conn, ctx, hand_off);
       conn.in.Consume(r.consumed);
       if (close) {
         const bool draining =
@@ -242,6 +263,11 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       Clock::time_point idle_deadline =
           Clock::now() +
           (conn.fresh ? limits.header_timeout : limits.idle_timeout);
+      // Hand-off grace: staggered by slot so that one waiting client makes one
+      // child (not all of them) give up its keep-alive connection.
+      const Clock::time_point handoff_after =
+          Clock::now() + kHandoffGrace +
+          std::chrono::milliseconds(5 * std::min<size_t>(idle.self_slot, 16));
       bool readable = false;
       while (!readable) {
         int n =
@@ -258,13 +284,14 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
         }
         if (idle_fds[0].revents) {
           readable = true;
-        } else if (FreeSibling(idle)) {
-          // A free child will take the newcomer: keep this connection, and
-          // look again shortly in case the free child gets busy instead.
+        } else if (FreeSibling(idle) || Clock::now() < handoff_after) {
+          // A free child will take the newcomer, or this connection has been
+          // idle only briefly (the peer may be about to reuse it: closing now
+          // would race its next request). Keep it; look again shortly.
           pollfd self{conn.fd, POLLIN, 0};
-          int r = poll(&self, 1, std::min(10, MillisUntil(idle_deadline)));
+          int r = poll(&self, 1, std::min(5, MillisUntil(idle_deadline)));
           if (r > 0) readable = true;
-        } else {
+        } else if (ListenerPending(idle)) {
           return finish(CloseReason::kServer);  // a new client is queued
         }
       }

@@ -40,6 +40,7 @@ class FastCgiCodec final : public ServerCodec {
 
   bool InRequest() const override { return parser_.InRequest(); }
   bool InBody() const override { return parser_.InBody(); }
+  bool AnnouncesClose() const override { return false; }
 
  private:
   FastCgiParser parser_;

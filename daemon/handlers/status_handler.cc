@@ -98,7 +98,7 @@ class StatusHandler final : public Handler {
         "\"requests\":{},\"inflight\":{},\"busy\":{},\"queue\":{},"
         "\"connections\":{{\"accepted\":{},\"open\":{},\"closed\":{},"
         "\"idle_timeout\":{},\"header_timeout\":{},\"send_timeout\":{},"
-        "\"drain\":{}}},"
+        "\"drain\":{},\"by_client\":{},\"by_server\":{},\"error\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
         "\"rejected\":{},\"bad_input\":{},\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
@@ -109,7 +109,10 @@ class StatusHandler final : public Handler {
         t.closed[static_cast<int>(CloseReason::kIdleTimeout)],
         t.closed[static_cast<int>(CloseReason::kHeaderTimeout)],
         t.closed[static_cast<int>(CloseReason::kSendTimeout)],
-        t.closed[static_cast<int>(CloseReason::kDrain)], t.status_class[1],
+        t.closed[static_cast<int>(CloseReason::kDrain)],
+        t.closed[static_cast<int>(CloseReason::kClient)],
+        t.closed[static_cast<int>(CloseReason::kServer)],
+        t.closed[static_cast<int>(CloseReason::kError)], t.status_class[1],
         t.status_class[2], t.status_class[3], t.status_class[4],
         t.status_class[5], t.rejected, t.bad_input, t.bytes_in, t.bytes_out,
         Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),

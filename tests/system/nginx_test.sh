@@ -1,0 +1,410 @@
+#!/usr/bin/env bash
+# nginx_test.sh: real nginx in front of a real gearboxd, through the snippets the
+# package ships (packaging/nginx/), for every model.
+#
+# For each model (prefork, threadpool, async) it
+#   1. writes a gearbox config with an HTTP and a FastCGI listener on unix sockets in
+#      a temporary directory, checks it with `gearboxd -t` and starts gearboxd;
+#   2. writes an nginx config that includes the shipped gearbox-upstream.conf (socket
+#      paths rewritten to the temporary ones; nothing else changed),
+#      gearbox-http.conf (server A) and gearbox-fastcgi.conf (server B); `nginx -t`
+#      must pass without a single warning; the example gearbox-multihost.conf gets
+#      its own `nginx -t`;
+#   3. sends real traffic with curl through both servers: GET /hello,
+#      GET /sleep?ms=5, POST /echo (body comes back), GET /status (the right model),
+#      a 404; gearboxd's access log shows nginx's $request_id, not the client's; then 200 requests on one client connection and checks, from gearboxd's
+#      /status ("connections":{"accepted":N), that nginx reused its upstream
+#      connections (far fewer accepted than requests); then wrk, 8 concurrent clients
+#      for 2 seconds, GET /sleep?ms=1 and POST /echo: no errors, no non-2xx;
+#   4. prefork only: the same snippets without the upstream keepalive lines are
+#      checked too (one connection per request), strictly;
+#   5. stops gearboxd with SIGTERM (exit 0, socket files removed).
+# When run as root, nginx's workers run as nobody and reach the 0660 sockets through
+# their group, as in production (gearbox.socket: root:gearbox 0660).
+#
+# Environment:
+#   GEARBOXD=PATH            use this binary instead of building //daemon:gearboxd
+#   BAZEL=bazel              the Bazel command; BAZEL_STARTUP_OPTS its startup options
+#                            (e.g. --output_base=...)
+#   MODELS="prefork ..."     the models to test (default: all three)
+#   PROTOCOLS="http fastcgi" the nginx paths to test (default: both)
+#   NGINX_TEST_TIMEOUT=S     bound on the whole run (default 300)
+# Needs: nginx (Debian nginx-light), curl, wrk, python3. Loopback only.
+# shellcheck disable=SC2001,SC2012  # sed for indenting; ls of a known directory
+set -euo pipefail
+
+# Bound the whole run: re-run under timeout(1); the EXIT trap still cleans up.
+if [[ -z "${_NGINX_TEST_BOUNDED:-}" ]]; then
+  export _NGINX_TEST_BOUNDED=1
+  exec timeout -k 10 "${NGINX_TEST_TIMEOUT:-300}" bash "$0" "$@"
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+snippets=$root/packaging/nginx
+MODELS=${MODELS:-prefork threadpool async}
+PROTOCOLS=${PROTOCOLS:-http fastcgi}
+
+say() { echo "nginx_test: $*"; }
+fail() { echo "nginx_test: FAIL: $*" >&2; exit 1; }
+
+for tool in nginx curl wrk python3; do
+  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
+done
+
+# --- the binary ------------------------------------------------------------------
+if [[ -z "${GEARBOXD:-}" ]]; then
+  say "building //daemon:gearboxd"
+  # shellcheck disable=SC2086  # BAZEL_STARTUP_OPTS is a word list
+  (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
+  # shellcheck disable=SC2086
+  GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
+fi
+[[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
+
+# --- scratch space and cleanup ---------------------------------------------------
+# Short paths: a unix socket path has at most 107 bytes.
+work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-nginx.XXXXXX")
+# nginx's workers (nobody, when we are root) must reach the sockets inside.
+chmod 0755 "$work"
+pids=()
+# Running, as opposed to gone or a zombie waiting to be reaped (kill -0 succeeds on
+# zombies).
+alive() {
+  [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
+}
+# Every process this script started, by PID: TERM, 5 seconds, then KILL.
+cleanup() {
+  local rc=$?
+  for pid in "${pids[@]}"; do
+    if alive "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  if ((rc != 0)); then
+    say "logs of the failed run are in $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 124' TERM INT
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits up to $2 seconds for command $1 (a string) to succeed.
+wait_for() {
+  local deadline=$((SECONDS + $2))
+  until eval "$1" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# The value of "connections":{"accepted":N in a /status body.
+accepted() {
+  sed -n 's/.*"connections":{"accepted":\([0-9]*\).*/\1/p' <<<"$1"
+}
+
+nginx_clean_t() {  # $1: config file, $2: what it is
+  local out
+  if ! out=$(nginx -p "$3" -e "$3/logs/error.log" -c "$1" -t 2>&1); then
+    echo "$out" >&2
+    fail "nginx -t rejected $2"
+  fi
+  echo "$out" | sed 's/^/    /'
+  if grep -Eq '\[(warn|error|crit|alert|emerg)\]' <<<"$out"; then
+    fail "nginx -t is not clean for $2"
+  fi
+}
+
+if [[ $(id -u) -eq 0 ]]; then
+  worker_user=nobody
+  worker_group=$(id -gn nobody)
+  user_line="user $worker_user $worker_group;"
+else
+  worker_group=""
+  user_line=""
+fi
+
+# --- nginx -------------------------------------------------------------------------
+port_http="" port_fcgi="" npid=""
+
+# write_nginx_conf PREFIX FILE UPSTREAM_CONF PROTOCOL...: an nginx.conf that includes
+# UPSTREAM_CONF and has one server per protocol, each including the shipped location
+# snippet (gearbox-http.conf / gearbox-fastcgi.conf). Picks the ports on first use.
+write_nginx_conf() {
+  local prefix=$1 file=$2 upstream=$3
+  shift 3
+  [[ -n "$port_http" ]] || port_http=$(free_port)
+  [[ -n "$port_fcgi" ]] || port_fcgi=$(free_port)
+  {
+    echo "# Generated by tests/system/nginx_test.sh."
+    echo "$user_line"
+    echo "worker_processes 1;"
+    echo "pid $prefix/nginx.pid;"
+    echo "error_log $prefix/logs/error.log info;"
+    echo "events { worker_connections 256; }"
+    echo "http {"
+    echo "  access_log $prefix/logs/access.log;"
+    for t in client_body proxy fastcgi uwsgi scgi; do
+      echo "  ${t}_temp_path $prefix/tmp/$t;"
+    done
+    echo "  include $upstream;"
+    local proto
+    for proto in "$@"; do
+      if [[ $proto == http ]]; then
+        echo "  server { listen 127.0.0.1:$port_http;"
+      else
+        echo "  server { listen 127.0.0.1:$port_fcgi;"
+      fi
+      echo "    location / { include $snippets/gearbox-$proto.conf; } }"
+    done
+    echo "}"
+  } > "$file"
+}
+
+start_nginx() {  # PREFIX CONF
+  say "starting nginx: 127.0.0.1:$port_http (proxy_pass), :$port_fcgi (fastcgi_pass)"
+  : > "$1/logs/error.log"
+  nginx -p "$1" -e "$1/logs/error.log" -c "$2" -g 'daemon off;' > "$1/logs/stdout.log" 2>&1 &
+  npid=$!
+  pids+=("$npid")
+  if ! wait_for "curl -s --max-time 1 -o /dev/null http://127.0.0.1:$port_http/" 10; then
+    cat "$1/logs/error.log" >&2
+    fail "nginx did not start"
+  fi
+}
+
+stop_nginx() {
+  kill -QUIT "$npid"  # graceful: finish requests, close upstream connections
+  wait_for "! alive $npid" 10 || fail "nginx did not stop"
+  wait "$npid" || true
+}
+
+base_url() {  # PROTOCOL
+  if [[ $1 == http ]]; then echo "http://127.0.0.1:$port_http"; else echo "http://127.0.0.1:$port_fcgi"; fi
+}
+
+functional_checks() {  # LABEL PROTOCOL MODEL
+  local label=$1 base body code payload
+  base=$(base_url "$2")
+  say "[$label] GET /hello (with a client X-Request-Id nginx must replace)"
+  body=$(curl -sS --max-time 5 -f -H 'X-Request-Id: from-client' "$base/hello") ||
+    fail "[$label] GET /hello"
+  [[ "$body" == "hello world" ]] || fail "[$label] /hello said '$body'"
+
+  say "[$label] GET /sleep?ms=5"
+  code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "$base/sleep?ms=5")
+  [[ "$code" == 200 ]] || fail "[$label] /sleep?ms=5 answered $code"
+
+  say "[$label] POST /echo"
+  payload="gearbox via nginx $label $(date +%s%N)"
+  body=$(curl -sS --max-time 5 -f -H 'Content-Type: text/plain' \
+    --data-binary "$payload" "$base/echo") || fail "[$label] POST /echo"
+  [[ "$body" == "$payload" ]] || fail "[$label] /echo returned '$body'"
+
+  say "[$label] GET /no-such-route -> 404"
+  code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "$base/no-such-route")
+  [[ "$code" == 404 ]] || fail "[$label] /no-such-route answered $code"
+
+  say "[$label] GET /status"
+  body=$(curl -sS --max-time 5 -f "$base/status") || fail "[$label] GET /status"
+  grep -q "\"model\":\"$3\"" <<<"$body" || fail "[$label] /status: $body"
+}
+
+# 200 requests on one client connection; gearboxd must accept far fewer connections
+# (read from its /status, through nginx).
+keepalive_check() {  # LABEL PROTOCOL
+  local label=$1 base body before after codes requests=200
+  base=$(base_url "$2")
+  body=$(curl -sS --max-time 5 -f "$base/status") || fail "[$label] GET /status"
+  before=$(accepted "$body")
+  [[ -n "$before" ]] || fail "[$label] no connections.accepted in /status: $body"
+  # nginx's own connection at least: the counter works (a 0 would prove nothing).
+  ((before >= 1)) || fail "[$label] /status counts $before accepted connections"
+  say "[$label] keep-alive: $requests requests through nginx"
+  codes=$(curl -sS --max-time 60 -o /dev/null -w '%{http_code}\n' \
+    "$base/hello?i=[1-$requests]" | sort | uniq -c | tr -s ' ')
+  [[ "$codes" == " $requests 200" ]] || fail "[$label] statuses: $codes"
+  body=$(curl -sS --max-time 5 -f "$base/status")
+  after=$(accepted "$body")
+  say "[$label] gearboxd accepted $((after - before)) connection(s) for $((requests + 1)) requests"
+  # One upstream connection serves them all; a few new ones are tolerated.
+  ((after - before <= 10)) ||
+    fail "[$label] $((after - before)) connections for $requests requests: no keep-alive to gearboxd"
+}
+
+# wrk, 8 concurrent clients for 2 seconds: GET /sleep?ms=1 or POST /echo. No socket
+# errors, no non-2xx. With XFAIL=1 a failure is reported but expected.
+load_check() {  # LABEL PROTOCOL GET|POST [XFAIL]
+  local label=$1 base out target lua=()
+  base=$(base_url "$2")
+  if [[ $3 == POST ]]; then
+    printf 'wrk.method = "POST"\nwrk.body = "gearbox"\nwrk.headers["Content-Type"] = "text/plain"\n' \
+      > "$work/post.lua"
+    lua=(-s "$work/post.lua")
+    target="$base/echo"
+  else
+    target="$base/sleep?ms=1"
+  fi
+  say "[$label] load: wrk -t2 -c8 -d2s $3 ${target#"$base"}"
+  out=$(wrk -t2 -c8 -d2s --timeout 5s "${lua[@]}" "$target" 2>&1) || fail "wrk: $out"
+  grep -E 'requests in|Socket errors|Non-2xx' <<<"$out" | sed 's/^ */    /'
+  if grep -Eq 'Socket errors|Non-2xx' <<<"$out"; then
+    if [[ "${4:-0}" == 1 ]]; then
+      say "[$label] XFAIL: $3 under load fails (known issue, see gearbox-upstream.conf)"
+      return 0
+    fi
+    fail "[$label] errors under concurrent $3 load through nginx"
+  fi
+  if [[ "${4:-0}" == 1 ]]; then
+    say "[$label] XPASS: expected failures did not happen (XFAIL_PREFORK_KEEPALIVE_POST=0 makes this strict)"
+  fi
+}
+
+# nginx's error.log, summarised: what went wrong between nginx and gearboxd, even
+# when retries hid it from clients.
+nginx_errors() {  # PREFIX LABEL
+  local errors
+  errors=$(grep -E '\[(error|crit|alert|emerg)\]' "$1/logs/error.log" |
+    sed -E 's/^.*\] [0-9]+#[0-9]+: (\*[0-9]+ )?//; s/, client: .*//' | sort | uniq -c || true)
+  if [[ -n "$errors" ]]; then
+    say "[$2] nginx error.log, by message:"
+    sed 's/^/    /' <<<"$errors"
+  fi
+}
+
+# --- one model -------------------------------------------------------------------
+run_model() {
+  local model=$1 dir=$work/$1
+  mkdir -p "$dir/nginx/conf" "$dir/nginx/logs" "$dir/nginx/tmp"
+  chmod 0755 "$dir"
+  say "=== model $model ==="
+
+  cat > "$dir/gearbox.toml" <<EOF
+[server]
+model = "$model"
+graceful_timeout = "5s"
+
+[[listen]]
+name = "http"
+protocol = "http"
+address = "unix:$dir/http.sock"
+
+[[listen]]
+name = "fastcgi"
+protocol = "fastcgi"
+address = "unix:$dir/fastcgi.sock"
+
+[prefork]
+workers = 4
+
+[threadpool]
+threads = 8
+
+[async]
+loops = 2
+
+[limits]
+idle_timeout = "75s"
+
+[log]
+access = true   # one line per request, with request_id= (X-Request-Id)
+
+[metrics]
+interval = "1s"
+EOF
+  say "gearboxd -t -c $dir/gearbox.toml"
+  "$GEARBOXD" -t -c "$dir/gearbox.toml" || fail "gearboxd -t rejected the test config"
+
+  say "starting gearboxd ($model)"
+  "$GEARBOXD" -c "$dir/gearbox.toml" > "$dir/gearboxd.log" 2>&1 &
+  local gpid=$!
+  pids+=("$gpid")
+  if ! wait_for "curl -sf --max-time 1 --unix-socket '$dir/http.sock' http://gearbox/hello" 15; then
+    cat "$dir/gearboxd.log" >&2
+    fail "gearboxd ($model) did not answer on $dir/http.sock"
+  fi
+  [[ -S "$dir/fastcgi.sock" ]] || fail "no FastCGI socket at $dir/fastcgi.sock"
+  if [[ -n "$worker_group" ]]; then
+    # Production: the socket unit makes the sockets root:gearbox 0660 and nginx's
+    # user is in group gearbox. Here: nginx's workers run as nobody, sockets get
+    # nobody's group, and gearboxd's default unix_mode 0660 must let them in.
+    chgrp "$worker_group" "$dir/http.sock" "$dir/fastcgi.sock"
+  fi
+  say "sockets: $(stat -c '%A %U:%G %n' "$dir/http.sock" "$dir/fastcgi.sock" | tr '\n' ' ')"
+
+  # nginx: the shipped snippets; only the socket directory differs.
+  local prefix=$dir/nginx conf=$dir/nginx/conf
+  sed "s#unix:/run/gearbox/#unix:$dir/#g" "$snippets/gearbox-upstream.conf" \
+    > "$conf/gearbox-upstream.conf"
+  grep -q "unix:/run/gearbox" "$conf/gearbox-upstream.conf" && fail "socket paths not rewritten"
+  cp /etc/nginx/fastcgi_params "$conf/fastcgi_params"  # what `include fastcgi_params` finds
+
+  if [[ $model == "${MODELS%% *}" ]]; then
+    # The multi-host example replaces gearbox_http: a config of its own.
+    write_nginx_conf "$prefix" "$conf/multihost.conf" "$snippets/gearbox-multihost.conf" http
+    say "nginx -t (gearbox-multihost.conf example)"
+    nginx_clean_t "$conf/multihost.conf" "gearbox-multihost.conf" "$prefix"
+  fi
+
+  write_nginx_conf "$prefix" "$conf/nginx.conf" "$conf/gearbox-upstream.conf" http fastcgi
+  say "nginx -t (shipped upstream, http and fastcgi snippets)"
+  nginx_clean_t "$conf/nginx.conf" "the gearbox snippets" "$prefix"
+  start_nginx "$prefix" "$conf/nginx.conf"
+  local proto
+  for proto in $PROTOCOLS; do
+    functional_checks "$model/$proto" "$proto" "$model"
+    keepalive_check "$model/$proto" "$proto"
+    load_check "$model/$proto" "$proto" GET
+    # prefork too: a child gives up a kept-alive connection only in ways nginx
+    # cannot race (see gearbox-upstream.conf), so POSTs must not fail.
+    load_check "$model/$proto" "$proto" POST
+  done
+  nginx_errors "$prefix" "$model"
+  stop_nginx
+
+  if [[ $model == prefork ]]; then
+    # The documented prefork recipe: no upstream keep-alive (delete the keepalive*
+    # lines), so gearboxd never closes a connection nginx might reuse.
+    say "[$model] nginx without upstream keep-alive (the prefork recipe)"
+    sed '/^ *keepalive/d' "$conf/gearbox-upstream.conf" > "$conf/gearbox-upstream-nokeepalive.conf"
+    write_nginx_conf "$prefix" "$conf/nginx-nokeepalive.conf" \
+      "$conf/gearbox-upstream-nokeepalive.conf" http fastcgi
+    nginx_clean_t "$conf/nginx-nokeepalive.conf" "the prefork recipe" "$prefix"
+    start_nginx "$prefix" "$conf/nginx-nokeepalive.conf"
+    for proto in $PROTOCOLS; do
+      functional_checks "$model-nokeepalive/$proto" "$proto" "$model"
+      load_check "$model-nokeepalive/$proto" "$proto" GET
+      load_check "$model-nokeepalive/$proto" "$proto" POST
+    done
+    stop_nginx
+  fi
+
+  # The snippets send nginx's $request_id (32 hex digits), over both protocols,
+  # replacing whatever the client sent.
+  say "[$model] gearboxd logged nginx's request ids, never the client's"
+  grep -q 'request_id=from-client' "$dir/gearboxd.log" && fail "[$model] the client's X-Request-Id got through"
+  grep -Eq 'event=access request_id=[0-9a-f]{32} ' "$dir/gearboxd.log" ||
+    fail "[$model] no nginx request id in gearboxd's access log"
+
+  say "[$model] stopping gearboxd (SIGTERM)"
+  kill -TERM "$gpid"
+  local rc=0
+  wait "$gpid" || rc=$?
+  ((rc == 0)) || { tail -20 "$dir/gearboxd.log" >&2; fail "[$model] gearboxd exited $rc after SIGTERM"; }
+  [[ ! -e "$dir/http.sock" && ! -e "$dir/fastcgi.sock" ]] ||
+    fail "[$model] gearboxd left its socket files behind"
+  say "[$model] ok"
+}
+
+for m in $MODELS; do
+  run_model "$m"
+done
+say "PASS (models: $MODELS; protocols: $PROTOCOLS)"

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# packaging_test.sh: static checks of packaging/ that need no nginx and no RPM: the
+# files are valid for the tools that read them, and they agree with each other.
+#
+#   1. gearboxd -t accepts packaging/config/gearbox.toml;
+#   2. `systemd-analyze verify` is clean for gearbox.service, gearbox.socket and
+#      gearbox-fastcgi.socket (with the binary at /usr/sbin/gearboxd and the man page
+#      findable: both provided inside a private mount namespace, the host's /usr/sbin
+#      is not touched);
+#   3. systemd-sysusers creates the gearbox user and group from gearbox.sysusers in an
+#      empty root, with the same GECOS and home as the spec's %pre;
+#   4. cross-file consistency: socket FileDescriptorName= == [[listen]] name and
+#      ListenStream= == its unix: address; TimeoutStopSec exceeds graceful_timeout;
+#      gearboxd's idle_timeout exceeds nginx's upstream keepalive_timeout; the
+#      service's command lines use the config path the spec installs;
+#   5. the man page renders without groff warnings and documents exactly the
+#      options `gearboxd --help` lists.
+#
+# Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
+# nginx_test.sh). Needs: systemd (systemd-analyze, systemd-sysusers), groff.
+set -euo pipefail
+
+if [[ -z "${_PACKAGING_TEST_BOUNDED:-}" ]]; then
+  export _PACKAGING_TEST_BOUNDED=1
+  exec timeout -k 10 "${PACKAGING_TEST_TIMEOUT:-300}" bash "$0" "$@"
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+pkg=$root/packaging
+say() { echo "packaging_test: $*"; }
+fail() { echo "packaging_test: FAIL: $*" >&2; exit 1; }
+
+for tool in systemd-analyze systemd-sysusers groff; do
+  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-pkgtest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 124' TERM INT
+
+if [[ -z "${GEARBOXD:-}" ]]; then
+  say "building //daemon:gearboxd"
+  # shellcheck disable=SC2086
+  (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
+  # shellcheck disable=SC2086
+  GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
+fi
+[[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+
+conf=$pkg/config/gearbox.toml
+service=$pkg/systemd/gearbox.service
+
+# --- 1 -------------------------------------------------------------------------------
+say "gearboxd -t -c packaging/config/gearbox.toml"
+"$GEARBOXD" -t -c "$conf" || fail "the packaged config is invalid"
+
+# --- 2 -------------------------------------------------------------------------------
+say "systemd-analyze verify (gearbox.service, gearbox.socket, gearbox-fastcgi.socket)"
+mkdir -p "$work/sbin" "$work/man/man8"
+cp "$GEARBOXD" "$work/sbin/gearboxd"
+cp "$pkg/man/gearboxd.8" "$work/man/man8/"
+units=("$service" "$pkg/systemd/gearbox.socket" "$pkg/systemd/gearbox-fastcgi.socket")
+if unshare -m --propagation private true 2>/dev/null; then
+  # verify checks that ExecStart= binaries exist and that man: documentation resolves.
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  out=$(unshare -m --propagation private sh -c \
+    'mount --bind "$0" /usr/sbin && m=$1 && shift && MANPATH=$m exec systemd-analyze verify "$@"' \
+    "$work/sbin" "$work/man" "${units[@]}" 2>&1) || { echo "$out" >&2; fail "systemd-analyze verify"; }
+else
+  say "(no unshare: verifying with --man=no; /usr/sbin/gearboxd may be reported missing)"
+  out=$(systemd-analyze verify --man=no "${units[@]}" 2>&1) || true
+  out=$(grep -v '/usr/sbin/gearboxd' <<<"$out" || true)
+fi
+[[ -z "$out" ]] || { echo "$out" >&2; fail "systemd-analyze verify is not clean"; }
+
+# --- 3 -------------------------------------------------------------------------------
+say "systemd-sysusers --root=EMPTY gearbox.sysusers"
+mkdir -p "$work/sysroot/etc"
+systemd-sysusers --root="$work/sysroot" "$pkg/systemd/gearbox.sysusers" >/dev/null 2>&1 ||
+  fail "systemd-sysusers rejected gearbox.sysusers"
+pw=$(grep '^gearbox:' "$work/sysroot/etc/passwd") || fail "no user gearbox created"
+grep -q '^gearbox:' "$work/sysroot/etc/group" || fail "no group gearbox created"
+say "  $pw"
+[[ "$pw" == "gearbox:x:"*":"*":gearbox application server:/:"*"nologin" ]] ||
+  fail "unexpected user entry: $pw"
+grep -q 'useradd -r -g gearbox -d / -s /sbin/nologin -c "gearbox application server" gearbox' \
+  "$pkg/rpm/gearbox.spec" || fail "the spec's %pre useradd differs from gearbox.sysusers"
+
+# --- 4 -------------------------------------------------------------------------------
+say "consistency between the units, the config and the nginx snippets"
+# [[listen]] name/address pairs of the packaged config, from gearboxd itself.
+effective=$("$GEARBOXD" -p -c "$conf")
+for sock in gearbox.socket gearbox-fastcgi.socket; do
+  f=$pkg/systemd/$sock
+  name=$(sed -n 's/^FileDescriptorName=//p' "$f")
+  path=$(sed -n 's/^ListenStream=//p' "$f")
+  [[ $(grep -c '^ListenStream=' "$f") == 1 ]] || fail "$sock: one ListenStream= per unit"
+  grep -q "^Service=gearbox.service$" "$f" || fail "$sock does not activate gearbox.service"
+  # The effective config lists each [[listen]] as address, protocol, name, ...
+  grep -q "address = \"unix:$path\"" <<<"$effective" ||
+    fail "$sock: no [[listen]] address unix:$path in the packaged config"
+  awk -v a="address = \"unix:$path\"" -v n="name = \"$name\"" '
+    $0 == a { inside = 1; next } /^\[/ { inside = 0 } inside && $0 == n { ok = 1 }
+    END { exit !ok }' <<<"$effective" ||
+    fail "$sock: FileDescriptorName=$name does not name the [[listen]] on unix:$path"
+  say "  $sock: $name on $path matches its [[listen]]"
+done
+seconds() {  # "30s" / "2m" -> seconds
+  case $1 in *ms) echo 0 ;; *s) echo "${1%s}" ;; *m) echo $((${1%m} * 60)) ;; *h) echo $((${1%h} * 3600)) ;; esac
+}
+graceful=$(seconds "$(sed -n 's/^graceful_timeout = "\(.*\)"/\1/p' <<<"$effective")")
+stop=$(seconds "$(sed -n 's/^TimeoutStopSec=//p' "$service")")
+((stop >= graceful + 5)) ||
+  fail "TimeoutStopSec=${stop}s leaves no margin over graceful_timeout ${graceful}s"
+say "  TimeoutStopSec ${stop}s > graceful_timeout ${graceful}s"
+idle=$(seconds "$(sed -n 's/^idle_timeout = "\(.*\)"/\1/p' <<<"$effective")")
+while read -r ka; do
+  ka=$(seconds "$ka")
+  ((idle > ka)) || fail "idle_timeout ${idle}s must exceed nginx keepalive_timeout ${ka}s"
+done < <(sed -n 's/^ *keepalive_timeout \([0-9]*[smh]\);.*/\1/p' "$pkg/nginx/gearbox-upstream.conf")
+say "  idle_timeout ${idle}s > nginx upstream keepalive_timeout"
+# shellcheck disable=SC2016  # $MAINPID is literal in the unit
+for line in 'ExecStartPre=/usr/sbin/gearboxd -t -c /etc/gearbox/gearbox.toml' \
+            'ExecStart=/usr/sbin/gearboxd -c /etc/gearbox/gearbox.toml' \
+            'ExecReload=/bin/kill -HUP $MAINPID'; do
+  grep -qxF "$line" "$service" || fail "gearbox.service lacks: $line"
+done
+grep -q '%config(noreplace) %{_sysconfdir}/gearbox/gearbox.toml' "$pkg/rpm/gearbox.spec" ||
+  fail "the spec does not install /etc/gearbox/gearbox.toml as %config(noreplace)"
+grep -q '^RuntimeDirectory=' "$service" &&
+  fail "RuntimeDirectory= would delete the socket units' /run/gearbox on stop"
+
+# --- 5 -------------------------------------------------------------------------------
+say "man page: groff warnings, options == gearboxd --help"
+warn=$(LC_ALL=C.UTF-8 groff -man -ww -z "$pkg/man/gearboxd.8" 2>&1) || true
+[[ -z "$warn" ]] || { echo "$warn" >&2; fail "groff warns about gearboxd.8"; }
+# "-c, --config" pairs: from --help, and from the man page's ".BR \-c ", " \-\-config" lines.
+help_opts=$("$GEARBOXD" --help | sed -n 's/^ *\(-[a-zA-Z]\), \(--[a-z-]*\).*/\1 \2/p' | sort)
+man_opts=$(sed -n 's/^\.BR \\-\([a-zA-Z]\) ", " \\-\\-\([a-z\\-]*\).*/-\1 --\2/p' "$pkg/man/gearboxd.8" |
+  sed 's/\\-/-/g' | sort)
+if [[ "$help_opts" != "$man_opts" ]]; then
+  diff <(echo "$help_opts") <(echo "$man_opts") >&2 || true
+  fail "gearboxd.8 OPTIONS differ from gearboxd --help (< --help, > man page)"
+fi
+say "  options: ${help_opts//$'\n'/ }"
+say "PASS"

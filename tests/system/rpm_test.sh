@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# rpm_test.sh: builds gearbox's RPM on this (Debian) machine and takes it through a
+# whole life: lint, install, upgrade, erase, in scratch roots. Run as root (rpm
+# installs files owned by root into the scratch roots).
+#
+#   1. build-rpm.sh --prebuilt: release 1, release 2 (same files), and release 3 from
+#      a copy of the tree whose packaged gearbox.toml differs (to see .rpmnew);
+#   2. rpmlint the RPM and the spec with packaging/rpm/rpmlint.toml: only the
+#      findings explained in packaging/rpm/RPMLINT.md may appear (printed either way);
+#   3. the payload: exact file list, modes, owners, %config(noreplace), scriptlets
+#      fully expanded (no literal %systemd_post left by a missing macro);
+#   4. an empty scratch root (rpm --root DIR --initdb), --noscripts (it has no
+#      /bin/sh for scriptlets): install, `rpm -V`, edit /etc/gearbox/gearbox.toml,
+#      upgrade to release 2 (edit kept, no .rpmnew), upgrade to release 3 (edit
+#      kept, new default as .rpmnew), erase (edit saved as .rpmsave, every other
+#      file gone);
+#   5. the same life with scriptlets, in a throwaway overlay of this machine's root
+#      (private mount namespace: the host is not touched): %pre creates the gearbox
+#      user and group, every scriptlet exits 0 on install, upgrade and erase. Skipped
+#      (with a note) where overlayfs or unshare is unavailable.
+#
+# Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
+# nginx_test.sh), RPM_TEST_FROM_SOURCE=1 builds release 1 from source with Bazel
+# inside rpmbuild instead (minutes), RPM_TEST_TIMEOUT=S bounds the run (default 600).
+# shellcheck disable=SC2001,SC2012  # sed for indenting; ls of a known directory
+set -euo pipefail
+
+if [[ -z "${_RPM_TEST_BOUNDED:-}" ]]; then
+  export _RPM_TEST_BOUNDED=1
+  exec timeout -k 10 "${RPM_TEST_TIMEOUT:-600}" bash "$0" "$@"
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+say() { echo "rpm_test: $*"; }
+fail() { echo "rpm_test: FAIL: $*" >&2; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || fail "run as root: rpm sets file ownership in the scratch roots"
+for tool in rpm rpmbuild rpmlint git; do
+  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
+done
+
+# --- 4./5. life cycle ----------------------------------------------------------------
+# lifecycle ROOT LABEL RPMFLAGS...: install 1, edit the config, upgrade to 2 and 3,
+# erase; checks files at each step. ROOT is what rpm sees as / (--root).
+lifecycle() {
+  local r=$1 label=$2
+  shift 2
+  # q: queries; i: install, upgrade, erase (Debian's rpm wants --force-debian).
+  local q=(--root "$r" --dbpath /var/lib/rpm) i=(--root "$r" --dbpath /var/lib/rpm --force-debian "$@")
+  local conf=$r/etc/gearbox/gearbox.toml
+  say "[$label] rpm --initdb"
+  rpm --root "$r" --dbpath /var/lib/rpm --initdb
+  say "[$label] rpm -i release 1"
+  rpm "${i[@]}" -i --nodeps "$rpm1" > "$work/$label-i.log" 2>&1 ||
+    { cat "$work/$label-i.log" >&2; fail "[$label] rpm -i failed"; }
+  cat "$work/$label-i.log"
+  grep -qi 'scriptlet failed\|warning' "$work/$label-i.log" && fail "[$label] install: see above"
+  [[ $(rpm "${q[@]}" -q gearbox) == gearbox-*-1.* ]] || fail "[$label] not installed"
+  if [[ " $* " != *" --noscripts "* ]]; then
+    # %pre ran in the root: the system user and group exist there.
+    local pw
+    pw=$(chroot "$r" getent passwd gearbox) || fail "[$label] %pre created no user gearbox"
+    say "[$label] %pre created: $pw ($(chroot "$r" getent group gearbox))"
+    [[ "$pw" == gearbox:x:*:*:"gearbox application server":/:/sbin/nologin ]] ||
+      fail "[$label] unexpected passwd entry: $pw"
+  fi
+  say "[$label] rpm -V (files as packaged)"
+  rpm "${q[@]}" -V --nodeps gearbox || fail "[$label] rpm -V found differences"
+  local f
+  for f in usr/sbin/gearboxd etc/gearbox/gearbox.toml usr/lib/systemd/system/gearbox.service \
+           usr/lib/systemd/system/gearbox.socket usr/lib/systemd/system/gearbox-fastcgi.socket \
+           usr/lib/sysusers.d/gearbox.conf usr/share/gearbox/nginx/gearbox-http.conf \
+           usr/share/man/man8/gearboxd.8.gz; do
+    [[ -e "$r/$f" ]] || fail "[$label] /$f not installed"
+  done
+  [[ $(stat -c '%a %U:%G' "$r/usr/sbin/gearboxd") == "755 root:root" ]] ||
+    fail "[$label] gearboxd: $(stat -c '%a %U:%G' "$r/usr/sbin/gearboxd")"
+  [[ $(stat -c '%a %U:%G' "$conf") == "644 root:root" ]] ||
+    fail "[$label] gearbox.toml: $(stat -c '%a %U:%G' "$conf")"
+
+  say "[$label] edit /etc/gearbox/gearbox.toml, rpm -U release 2 (same packaged config)"
+  sed -i 's/^model = "threadpool"/model = "async"  # edited by rpm_test/' "$conf"
+  grep -q 'edited by rpm_test' "$conf" || fail "[$label] could not edit the config"
+  cp "$conf" "$work/edited.toml"
+  rpm "${i[@]}" -U --nodeps "$rpm2" > "$work/$label-u2.log" 2>&1 ||
+    { cat "$work/$label-u2.log" >&2; fail "[$label] rpm -U release 2 failed"; }
+  cat "$work/$label-u2.log"
+  grep -qi 'scriptlet failed' "$work/$label-u2.log" && fail "[$label] upgrade to 2: see above"
+  [[ $(rpm "${q[@]}" -q gearbox) == gearbox-*-2.* ]] || fail "[$label] not upgraded to 2"
+  cmp -s "$conf" "$work/edited.toml" || fail "[$label] upgrade to 2 replaced the edited config"
+  [[ ! -e "$conf.rpmnew" ]] || fail "[$label] .rpmnew although the packaged config did not change"
+
+  say "[$label] rpm -U release 3 (packaged config changed): edit kept, new one as .rpmnew"
+  rpm "${i[@]}" -U --nodeps "$rpm3" > "$work/$label-u3.log" 2>&1 ||
+    { cat "$work/$label-u3.log" >&2; fail "[$label] rpm -U release 3 failed"; }
+  cat "$work/$label-u3.log"
+  grep -qi 'scriptlet failed' "$work/$label-u3.log" && fail "[$label] upgrade to 3: see above"
+  cmp -s "$conf" "$work/edited.toml" || fail "[$label] upgrade to 3 replaced the edited config"
+  [[ -f "$conf.rpmnew" ]] || fail "[$label] no gearbox.toml.rpmnew after upgrade to 3"
+  grep -q 'release 3 changed this file' "$conf.rpmnew" || fail "[$label] .rpmnew is not release 3's"
+
+  say "[$label] rpm -e: files gone, edited config saved as .rpmsave"
+  rpm "${i[@]}" -e --nodeps gearbox > "$work/$label-e.log" 2>&1 ||
+    { cat "$work/$label-e.log" >&2; fail "[$label] rpm -e failed"; }
+  cat "$work/$label-e.log"
+  grep -qi 'scriptlet failed' "$work/$label-e.log" && fail "[$label] erase: see above"
+  rpm "${q[@]}" -q gearbox >/dev/null 2>&1 && fail "[$label] still installed"
+  cmp -s "$conf.rpmsave" "$work/edited.toml" || fail "[$label] no .rpmsave with the edited config"
+  [[ ! -e "$conf" ]] || fail "[$label] /etc/gearbox/gearbox.toml left behind"
+  for f in usr/sbin/gearboxd usr/lib/systemd/system/gearbox.service usr/lib/systemd/system/gearbox.socket \
+           usr/lib/systemd/system/gearbox-fastcgi.socket usr/lib/sysusers.d/gearbox.conf \
+           usr/share/gearbox usr/share/doc/gearbox usr/share/licenses/gearbox \
+           usr/share/man/man8/gearboxd.8.gz; do
+    [[ ! -e "$r/$f" ]] || fail "[$label] /$f left behind after erase"
+  done
+  say "[$label] left in /etc/gearbox: $(ls "$r/etc/gearbox" | tr '\n' ' ')"
+}
+
+
+# --- 5., inside the private mount namespace (the script runs itself under unshare) --
+if [[ "${1:-}" == "--in-namespace" ]]; then
+  work=$RPM_TEST_WORK rpm1=$RPM_TEST_RPM1 rpm2=$RPM_TEST_RPM2 rpm3=$RPM_TEST_RPM3
+  m=$work/ovl/root
+  mount -t overlay overlay -o "lowerdir=/,upperdir=$work/ovl/upper,workdir=$work/ovl/work" "$m"
+  # Scriptlets run chrooted into $m: give them /dev and /proc.
+  mount --rbind /dev "$m/dev"
+  mount --rbind /proc "$m/proc"
+  lifecycle "$m" overlay
+  exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-rpmtest.XXXXXX")
+cleanup() {
+  local rc=$?
+  if ((rc != 0)); then say "left $work for inspection"; else rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 124' TERM INT
+
+# --- 1. build ----------------------------------------------------------------------
+if [[ -z "${GEARBOXD:-}" ]]; then
+  say "building //daemon:gearboxd"
+  # shellcheck disable=SC2086
+  (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
+  # shellcheck disable=SC2086
+  GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
+fi
+[[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+say "gearboxd: $GEARBOXD"
+
+build() {  # OUTDIR TREE RELEASE [build-rpm.sh args]
+  local out=$1 tree=$2 rel=$3
+  shift 3
+  say "build-rpm.sh --release $rel $* (tree $tree)" >&2
+  "$tree/packaging/rpm/build-rpm.sh" --release "$rel" --outdir "$out" "$@" \
+    > "$out.log" 2>&1 || { tail -40 "$out.log" >&2; fail "build-rpm.sh failed (log: $out.log)"; }
+  find "$out" -name "gearbox-*-$rel.*.rpm" ! -name '*.src.rpm' | head -1
+}
+
+if [[ "${RPM_TEST_FROM_SOURCE:-0}" == 1 ]]; then
+  rpm1=$(build "$work/r1" "$root" 1 --without-check)
+else
+  rpm1=$(build "$work/r1" "$root" 1 --prebuilt "$GEARBOXD")
+fi
+rpm2=$(build "$work/r2" "$root" 2 --prebuilt "$GEARBOXD")
+# Release 3: the same tree, but the default config it ships has changed.
+mkdir -p "$work/tree3"
+git -C "$root" ls-files -z --cached --others --exclude-standard |
+  (cd "$root" && while IFS= read -r -d '' f; do [[ -e "$f" ]] && printf '%s\0' "$f"; done) |
+  tar -C "$root" --ignore-failed-read --null -T - -cf - | tar -C "$work/tree3" -xf -
+echo "# release 3 changed this file" >> "$work/tree3/packaging/config/gearbox.toml"
+rpm3=$(build "$work/r3" "$work/tree3" 3 --prebuilt "$GEARBOXD")
+for r in "$rpm1" "$rpm2" "$rpm3"; do [[ -f "$r" ]] || fail "missing package ($r)"; done
+say "built: $(basename "$rpm1") $(basename "$rpm2") $(basename "$rpm3")"
+
+# --- 2. rpmlint --------------------------------------------------------------------
+# Allowed findings, each explained in packaging/rpm/RPMLINT.md.
+allowed='^(gearbox\.x86_64|gearbox\.[a-z0-9_]+): (E: no-signature|E: no-packager-tag|W: no-url-tag|W: no-manual-page-for-binary gearboxd|W: invalid-license LicenseRef-gearbox-unspecified)$|^gearbox\.spec: W: invalid-url Source0: gearbox-[0-9.]+\.tar\.gz$'
+lint() {  # FILE
+  local out
+  out=$(rpmlint -c "$root/packaging/rpm/rpmlint.toml" "$1" 2>&1) || true
+  say "rpmlint $(basename "$1"):"
+  grep -E ': [EW]: ' <<<"$out" | sed 's/^/    /' || echo "    (nothing)"
+  local unexpected
+  unexpected=$(grep -E ': [EW]: ' <<<"$out" | grep -Ev "$allowed" || true)
+  [[ -z "$unexpected" ]] || fail "rpmlint findings not in RPMLINT.md:"$'\n'"$unexpected"
+}
+lint "$rpm1"
+lint "$root/packaging/rpm/gearbox.spec"
+
+# --- 3. payload --------------------------------------------------------------------
+say "payload: file list, modes, owners, flags"
+# mode owner group flags path (flags: c = %config, n = noreplace, d = %doc, l = %license)
+actual=$(rpm -qp --qf '[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm1" |
+  grep -v '^[^ ]* [^ ]* [^ ]* */usr/lib/\.build-id' | awk '{ if (NF == 3) print $1, $2, "-", $3; else print }')
+expected="drwxr-xr-x root:root - /etc/gearbox
+-rw-r--r-- root:root cn /etc/gearbox/gearbox.toml
+-rw-r--r-- root:root - /usr/lib/systemd/system/gearbox-fastcgi.socket
+-rw-r--r-- root:root - /usr/lib/systemd/system/gearbox.service
+-rw-r--r-- root:root - /usr/lib/systemd/system/gearbox.socket
+-rw-r--r-- root:root - /usr/lib/sysusers.d/gearbox.conf
+-rwxr-xr-x root:root - /usr/sbin/gearboxd
+drwxr-xr-x root:root - /usr/share/doc/gearbox
+-rw-r--r-- root:root d /usr/share/doc/gearbox/README.md
+-rw-r--r-- root:root d /usr/share/doc/gearbox/gearbox.toml
+drwxr-xr-x root:root - /usr/share/gearbox
+drwxr-xr-x root:root - /usr/share/gearbox/nginx
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-fastcgi.conf
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-http.conf
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-multihost.conf
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-upstream.conf
+drwxr-xr-x root:root - /usr/share/licenses/gearbox
+-rw-r--r-- root:root l /usr/share/licenses/gearbox/COPYING
+-rw-r--r-- root:root d /usr/share/man/man8/gearboxd.8.gz"
+if [[ "$actual" != "$expected" ]]; then
+  diff <(echo "$expected") <(echo "$actual") >&2 || true
+  fail "payload differs from the expected list (< expected, > actual)"
+fi
+echo "$actual" | sed 's/^/    /'
+
+say "payload: contents match the tree"
+extract=$work/extract
+mkdir -p "$extract"
+(cd "$extract" && rpm2cpio "$rpm1" | cpio -idm --quiet)
+for pair in packaging/config/gearbox.toml:etc/gearbox/gearbox.toml \
+            packaging/systemd/gearbox.service:usr/lib/systemd/system/gearbox.service \
+            packaging/systemd/gearbox.socket:usr/lib/systemd/system/gearbox.socket \
+            packaging/systemd/gearbox-fastcgi.socket:usr/lib/systemd/system/gearbox-fastcgi.socket \
+            packaging/systemd/gearbox.sysusers:usr/lib/sysusers.d/gearbox.conf \
+            packaging/nginx/gearbox-upstream.conf:usr/share/gearbox/nginx/gearbox-upstream.conf; do
+  cmp -s "$root/${pair%%:*}" "$extract/${pair#*:}" || fail "/${pair#*:} differs from ${pair%%:*}"
+done
+"$extract/usr/sbin/gearboxd" -v >/dev/null || fail "the packaged gearboxd does not run"
+"$extract/usr/sbin/gearboxd" -t -c "$extract/etc/gearbox/gearbox.toml" ||
+  fail "the packaged gearbox.toml does not pass gearboxd -t"
+zcat "$extract/usr/share/man/man8/gearboxd.8.gz" | head -3 | grep -q '^\.TH GEARBOXD 8' ||
+  fail "gearboxd.8.gz is not the man page"
+
+say "payload: scriptlets and dependencies"
+scripts=$(rpm -qp --scripts "$rpm1")
+echo "$scripts" | sed 's/^/    /'
+grep -Eq '%[{?a-z_]' <<<"$scripts" && fail "a macro was left unexpanded in the scriptlets"
+grep -q 'useradd -r -g gearbox' <<<"$scripts" || fail "%pre does not create the user"
+grep -q 'install-system-units gearbox.socket gearbox-fastcgi.socket gearbox.service' <<<"$scripts" ||
+  fail "%post does not preset the units"
+grep -q 'remove-system-units gearbox.service gearbox.socket gearbox-fastcgi.socket' <<<"$scripts" ||
+  fail "%preun does not stop the units"
+grep -q 'mark-restart-system-units gearbox.service' <<<"$scripts" ||
+  fail "%postun does not restart the service"
+reqs=$(rpm -qp --requires "$rpm1")
+for r in 'shadow-utils' 'systemd'; do
+  grep -q "^$r" <<<"$reqs" || fail "no Requires on $r"
+done
+rpm -qp --provides "$rpm1" | grep -q '^bundled(llhttp) = 8.1.0$' || fail "no bundled(llhttp) Provides"
+
+say "=== empty scratch root, --noscripts ==="
+mkdir -p "$work/root"
+lifecycle "$work/root" empty --noscripts
+# Only the operator's files remain: rpm never deletes what it did not install.
+[[ $(ls "$work/root/etc/gearbox" | sort | tr '\n' ' ') == "gearbox.toml.rpmnew gearbox.toml.rpmsave " ]] ||
+  fail "unexpected files in /etc/gearbox: $(ls "$work/root/etc/gearbox")"
+
+# With scriptlets: in an overlay of the host's root, inside a private mount
+# namespace, so useradd and friends write to the overlay only.
+mkdir -p "$work/ovl/upper" "$work/ovl/work" "$work/ovl/root"
+if unshare -m --propagation private sh -c \
+     "mount -t overlay overlay -o lowerdir=/,upperdir=$work/ovl/upper,workdir=$work/ovl/work $work/ovl/root" \
+     2>/dev/null; then
+  say "=== overlay of / with scriptlets (private mount namespace) ==="
+  host_ids=$(cat /etc/passwd /etc/group | sha256sum)
+  RPM_TEST_RPM1=$rpm1 RPM_TEST_RPM2=$rpm2 RPM_TEST_RPM3=$rpm3 RPM_TEST_WORK=$work \
+    unshare -m --propagation private bash "$0" --in-namespace ||
+    fail "life cycle with scriptlets failed"
+  [[ $(cat /etc/passwd /etc/group | sha256sum) == "$host_ids" ]] ||
+    fail "the host's /etc/passwd or /etc/group changed"
+else
+  say "SKIP scriptlets: no overlayfs or unshare here (the payload checks above ran)"
+fi
+say "PASS"

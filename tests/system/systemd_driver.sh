@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# systemd_driver.sh: runs INSIDE the container that tests/system/systemd_test.sh
+# boots (systemd as PID 1, loopback only, a throwaway overlay of the host's root).
+# It does what an operator does with the package and checks what they would see.
+# Output goes to stdout (the test prints it); the exit code is the verdict.
+set -euo pipefail
+
+say() { echo "systemd_driver: $*"; }
+fail() {
+  echo "systemd_driver: FAIL: $*"
+  echo "--- systemctl status gearbox.service"; systemctl status --no-pager -l gearbox.service || true
+  echo "--- journalctl -u gearbox.service"; journalctl --no-pager -u gearbox.service | tail -40 || true
+  exit 1
+}
+show() { systemctl show -P "$2" "$1"; }
+wait_for() {  # COMMAND-STRING SECONDS
+  local deadline=$((SECONDS + $2))
+  until eval "$1" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+# The JSON value of "model" in /status.
+status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
+
+http=http://127.0.0.1:8080      # nginx -> proxy_pass -> /run/gearbox/http.sock
+fcgi=http://127.0.0.1:8081      # nginx -> fastcgi_pass -> /run/gearbox/fastcgi.sock
+
+# --- the package ------------------------------------------------------------------
+say "rpm -i gearbox (scriptlets run: %pre creates the user)"
+rpm -i --force-debian --nodeps /gbtest/gearbox.rpm
+getent passwd gearbox || fail "no user gearbox after installing the package"
+systemctl daemon-reload
+say "systemd-analyze verify on the installed units"
+out=$(systemd-analyze verify gearbox.service gearbox.socket gearbox-fastcgi.socket 2>&1) || true
+[[ -z "$out" ]] || { echo "$out"; fail "systemd-analyze verify is not clean"; }
+
+# --- sockets --------------------------------------------------------------------
+say "systemctl enable --now gearbox.socket gearbox-fastcgi.socket"
+systemctl enable --now gearbox.socket gearbox-fastcgi.socket
+for s in http fastcgi; do
+  perms=$(stat -c '%U:%G %a' "/run/gearbox/$s.sock")
+  say "  /run/gearbox/$s.sock: $perms"
+  [[ "$perms" == "root:gearbox 660" ]] || fail "$s.sock is $perms, want root:gearbox 660"
+done
+[[ $(stat -c '%U %a' /run/gearbox) == "root 755" ]] || fail "/run/gearbox: $(stat -c '%U %a' /run/gearbox)"
+[[ $(show gearbox.service ActiveState) == inactive ]] || fail "gearbox.service started before any connection"
+
+# --- activation -------------------------------------------------------------------
+say "first connection activates gearbox.service"
+body=$(curl -sS --max-time 10 --unix-socket /run/gearbox/http.sock http://localhost/hello) ||
+  fail "no answer on /run/gearbox/http.sock"
+[[ "$body" == "hello world" ]] || fail "/hello said '$body'"
+[[ $(show gearbox.service ActiveState) == active ]] || fail "gearbox.service is not active"
+[[ $(show gearbox.service SubState) == running ]] || fail "not running (Type=notify READY=1?)"
+pid=$(show gearbox.service MainPID)
+say "  MainPID $pid, user $(ps -o user= -p "$pid"), status: $(show gearbox.service StatusText)"
+[[ $(ps -o user= -p "$pid") == gearbox ]] || fail "gearboxd does not run as gearbox"
+journalctl --no-pager -u gearbox.service | grep -q 'listening.*name=fastcgi.*systemd=true' ||
+  fail "gearboxd did not receive the fastcgi socket from systemd"
+[[ -n $(show gearbox.service WatchdogTimestamp) ]] || fail "no WATCHDOG=1 received"
+say "  both sockets passed by name; watchdog pinged at $(show gearbox.service WatchdogTimestamp)"
+grep -q '^CapEff:[[:space:]]*0*$' "/proc/$pid/status" || fail "gearboxd has capabilities"
+grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$pid/status" || fail "NoNewPrivs is not set"
+
+say "who may connect: nobody may not, a member of group gearbox may"
+if runuser -u nobody -- curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/hello \
+     >/dev/null 2>&1; then
+  fail "user nobody could connect to a 0660 root:gearbox socket"
+fi
+
+# --- nginx, configured as the documentation says ----------------------------------
+say "nginx: usermod -a -G gearbox www-data; snippets from /usr/share/gearbox/nginx"
+usermod -a -G gearbox www-data
+cp /usr/share/gearbox/nginx/gearbox-upstream.conf /etc/nginx/conf.d/
+rm -f /etc/nginx/sites-enabled/*
+cat > /etc/nginx/sites-enabled/gearbox <<'EOF'
+server {
+    listen 127.0.0.1:8080;
+    location / { include /usr/share/gearbox/nginx/gearbox-http.conf; }
+}
+server {
+    listen 127.0.0.1:8081;
+    location / { include /usr/share/gearbox/nginx/gearbox-fastcgi.conf; }
+}
+EOF
+nginx -t 2>&1 | sed 's/^/  /'
+nginx -t 2>&1 | grep -Eq '\[(warn|emerg|alert|crit|error)\]' && fail "nginx -t is not clean"
+systemctl start nginx
+for base in "$http" "$fcgi"; do
+  body=$(curl -sS --max-time 5 -f "$base/hello") || fail "GET $base/hello through nginx"
+  [[ "$body" == "hello world" ]] || fail "$base/hello said '$body'"
+  body=$(curl -sS --max-time 5 -f --data-binary 'posted via nginx' "$base/echo") ||
+    fail "POST $base/echo through nginx"
+  [[ "$body" == "posted via nginx" ]] || fail "$base/echo said '$body'"
+done
+say "  GET /hello and POST /echo through proxy_pass and fastcgi_pass"
+
+# --- reload: every model, under the sandbox -------------------------------------
+conf=/etc/gearbox/gearbox.toml
+for model in prefork async threadpool; do
+  say "model = \"$model\"; systemctl reload gearbox"
+  sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
+  systemctl reload gearbox || fail "systemctl reload gearbox ($model)"
+  wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "/status does not show $model after reload"
+  [[ $(show gearbox.service MainPID) == "$pid" ]] || fail "reload changed the main PID"
+  for base in "$http" "$fcgi"; do
+    curl -sS --max-time 5 -f "$base/sleep?ms=2" >/dev/null || fail "[$model] GET $base/sleep"
+    body=$(curl -sS --max-time 5 -f --data-binary "$model" "$base/echo") || fail "[$model] POST $base/echo"
+    [[ "$body" == "$model" ]] || fail "[$model] $base/echo said '$body'"
+  done
+  say "  serving as $model (same PID $pid)"
+done
+
+say "a broken config: systemctl reload fails, the old config keeps serving"
+cp "$conf" /root/gearbox.toml.good
+echo 'this is not toml' >> "$conf"
+if systemctl reload gearbox 2>/dev/null; then fail "reload accepted a broken config"; fi
+[[ $(show gearbox.service ActiveState) == active ]] || fail "a failed reload stopped the service"
+[[ $(status_model "$http") == threadpool ]] || fail "a failed reload changed the running config"
+cp /root/gearbox.toml.good "$conf"
+systemctl reload gearbox || fail "reload after restoring the config"
+say "  refused, still active and serving threadpool"
+
+# --- restart and stop under load ---------------------------------------------------
+say "systemctl restart gearbox during wrk -c8 -d6s (socket stays open: no failed request)"
+wrk -t2 -c8 -d6s --timeout 10s "$http/sleep?ms=1" > /root/wrk.out 2>&1 &
+wrk_pid=$!
+sleep 2
+systemctl restart gearbox || fail "systemctl restart gearbox"
+wait "$wrk_pid" || { cat /root/wrk.out; fail "wrk failed"; }
+grep -E 'requests in|Socket errors|Non-2xx' /root/wrk.out | sed 's/^ */  /'
+grep -Eq 'Socket errors|Non-2xx' /root/wrk.out && fail "requests failed across systemctl restart"
+[[ $(show gearbox.service MainPID) != "$pid" ]] || fail "restart kept the same PID"
+
+say "systemctl stop gearbox: clean exit, sockets stay, next connection re-activates"
+systemctl stop gearbox
+[[ $(show gearbox.service Result) == success ]] || fail "stop result: $(show gearbox.service Result)"
+[[ -S /run/gearbox/http.sock ]] || fail "the socket unit lost its socket"
+curl -sS --max-time 10 -f "$http/hello" >/dev/null || fail "no re-activation after stop"
+[[ $(show gearbox.service ActiveState) == active ]] || fail "not re-activated"
+
+say "systemd-analyze security gearbox.service (information only)"
+systemd-analyze security --no-pager gearbox.service 2>/dev/null | tail -1 | sed 's/^/  /' || true
+say "PASS"
