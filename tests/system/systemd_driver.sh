@@ -133,8 +133,32 @@ grep -E 'requests in|Socket errors|Non-2xx' /root/wrk.out | sed 's/^ */  /'
 grep -Eq 'Socket errors|Non-2xx' /root/wrk.out && fail "requests failed across systemctl restart"
 [[ $(show gearbox.service MainPID) != "$pid" ]] || fail "restart kept the same PID"
 
-say "systemctl stop gearbox: clean exit, sockets stay, next connection re-activates"
+say "systemctl reload into each model during wrk -c8 -d6s (no failed request)"
+pid=$(show gearbox.service MainPID)
+wrk -t2 -c8 -d6s --timeout 10s "$http/sleep?ms=1" > /root/wrk-reload.out 2>&1 &
+wrk_pid=$!
+for model in async prefork threadpool; do
+  sleep 1.5
+  sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
+  systemctl reload gearbox || fail "systemctl reload gearbox ($model) under load"
+done
+wait "$wrk_pid" || { cat /root/wrk-reload.out; fail "wrk failed"; }
+grep -E 'requests in|Socket errors|Non-2xx' /root/wrk-reload.out | sed 's/^ */  /'
+grep -Eq 'Socket errors|Non-2xx' /root/wrk-reload.out && fail "requests failed across reloads"
+[[ $(show gearbox.service MainPID) == "$pid" ]] || fail "reload under load changed the main PID"
+[[ $(status_model "$http") == threadpool ]] || fail "/status does not show the last model"
+systemctl status --no-pager gearbox.service | grep -E 'Status:' | sed 's/^ */  /' ||
+  fail "systemctl status shows no Status: line"
+
+say "systemctl stop drains: an in-flight /sleep?ms=1500 completes"
+curl -sS --max-time 10 -f "$http/sleep?ms=1500" > /root/slow.out 2>&1 &
+curl_pid=$!
+sleep 0.5
 systemctl stop gearbox
+wait "$curl_pid" || { cat /root/slow.out; fail "the in-flight request failed across stop"; }
+grep -q "waited 1500 ms" /root/slow.out || fail "in-flight request answered: $(cat /root/slow.out)"
+
+say "  stopped after answering it: clean exit, sockets stay, next connection re-activates"
 [[ $(show gearbox.service Result) == success ]] || fail "stop result: $(show gearbox.service Result)"
 [[ -S /run/gearbox/http.sock ]] || fail "the socket unit lost its socket"
 curl -sS --max-time 10 -f "$http/hello" >/dev/null || fail "no re-activation after stop"
