@@ -3,8 +3,6 @@
 // \"64\""); the loader adds the position and the "[section] key: " prefix.
 #pragma once
 
-#include <toml++/toml.h>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -13,6 +11,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "config/toml.h"
 
 namespace gearbox::config_internal {
 

@@ -6,7 +6,6 @@
 #include "config/loader.h"
 
 #include <fcntl.h>
-#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 
 #include "config/fields.h"
 #include "config/internal.h"
+#include "config/toml.h"
 
 namespace gearbox {
 namespace {
@@ -69,8 +69,9 @@ class Loader {
                  std::string_view context = "") {
     for (auto [key, node] : InSourceOrder(table)) {
       const std::string prefix = label + " " + std::string(key->str());
-      auto field = std::find_if(fields.begin(), fields.end(),
-                                [&](auto& f) { return f.name == key->str(); });
+      auto field = std::find_if(
+          fields.begin(), fields.end(),
+          [&, key = key](auto& f) { return f.name == key->str(); });
       if (field == fields.end()) {
         return Fail(key->source().begin,
                     prefix + ": unknown key" + std::string(context) +
@@ -143,7 +144,8 @@ class Loader {
           {{"model", OneOf(vocabulary_.models, "model", &config_.server.model)},
            {"graceful_timeout",
             Dur(&config_.server.graceful_timeout, Duration(0), kYear)},
-           {"enable_crash_handler", Bool(&config_.server.enable_crash_handler)}});
+           {"enable_crash_handler",
+            Bool(&config_.server.enable_crash_handler)}});
     }
     if (name == "threadpool") {
       return ReadTable(label, *table,
@@ -370,7 +372,8 @@ class Loader {
   bool routes_set_ = false;
   std::vector<int> listen_lines_;  // line of each [[listen]] in config_.listen
   std::vector<int> route_lines_;
-  std::vector<toml::source_position> crash_routes_;  // line of each route's path in config_.routes
+  std::vector<toml::source_position>
+      crash_routes_;  // line of each route's path in config_.routes
 };
 
 }  // namespace

@@ -247,6 +247,16 @@ FastCgiParser::Result FastCgiParser::EndParams(std::string& out) {
   if (!FindParam("REQUEST_METHOD", &method) || method.empty()) {
     return Answer(400, "no_method", out);
   }
+  // As over HTTP: a CR or LF inside a header value could be echoed into a
+  // response head (header splitting). nginx never sends one; refuse it.
+  for (const fcgi::PairSpan& p : pairs_) {
+    const std::string_view name = Name(p);
+    const std::string_view value = Value(p);
+    const bool header = name.substr(0, 5) == "HTTP_" || name == "CONTENT_TYPE";
+    if (header && value.find_first_of("\r\n") != std::string_view::npos) {
+      return Answer(400, "bad_header_value", out);
+    }
+  }
   std::string_view length;
   if (FindParam("CONTENT_LENGTH", &length) && !length.empty()) {
     uint64_t n = 0;

@@ -54,6 +54,7 @@ const llhttp_settings_t* HttpRequestParser::Settings() {
     llhttp_settings_init(&s);
     s.on_message_begin = &OnMessageBegin;
     s.on_url = &OnUrl;
+    s.on_version = &OnVersion;
     s.on_header_field = &OnHeaderField;
     s.on_header_value = &OnHeaderValue;
     s.on_headers_complete = &OnHeadersComplete;
@@ -99,6 +100,15 @@ int HttpRequestParser::OnUrl(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
   Extend(self->url_, self->OffsetOf(at), len);
   // A header-less request's head is its request line: count it for the limit.
+  self->head_end_ = self->OffsetOf(at) + static_cast<uint32_t>(len);
+  return 0;
+}
+
+int HttpRequestParser::OnVersion(llhttp_t* p, const char* at, size_t len) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
+  // The request line ends with the version: a head without headers is measured
+  // to there (not to the end of the target), so that only its final CRLFCRLF is
+  // left uncounted, as for a head with headers.
   self->head_end_ = self->OffsetOf(at) + static_cast<uint32_t>(len);
   return 0;
 }
@@ -261,6 +271,15 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
             0) {
       status = 505;
       reason = "bad_version";
+    }
+    // A head that had already passed the limit when llhttp met the bad byte
+    // is 431, as it is when those bytes arrive in an earlier read: the first
+    // violation in stream order decides, whatever the reads were.
+    if (!pending_error_ && !headers_complete_ &&
+        static_cast<size_t>(llhttp_get_error_pos(&parser_) - base_) >
+            limits_.max_header_bytes + 4) {
+      status = 431;
+      reason = "header_too_large";
     }
     // The parser is in an error state; the connection closes after the answer.
     llhttp_init(&parser_, HTTP_REQUEST, Settings());

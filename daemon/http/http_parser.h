@@ -67,6 +67,7 @@ class HttpRequestParser {
   static const llhttp_settings_t* Settings();
   static int OnMessageBegin(llhttp_t* p);
   static int OnUrl(llhttp_t* p, const char* at, size_t len);
+  static int OnVersion(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
   static int OnHeadersComplete(llhttp_t* p);

@@ -3,6 +3,7 @@
 #include "tests/integration/harness.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -251,7 +252,19 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& config,
 Daemon::~Daemon() {
   if (pid_ <= 0 || exit_status_) return;
   kill(pid_, SIGTERM);
-  if (WaitExit(kStopTimeout)) return;
+  if (std::optional<int> status = WaitExit(kStopTimeout)) {
+    // A graceful stop must exit 0; anything else (a sanitizer report at exit,
+    // a crash while draining) fails the test that owned the daemon.
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "gearboxd pid " << pid_
+        << " did not exit 0 after SIGTERM: " << DescribeWaitStatus(*status)
+        << "\n"
+        << [&] {
+             std::string log = Log();
+             return log.size() > 8192 ? log.substr(log.size() - 8192) : log;
+           }();
+    return;
+  }
   fprintf(stderr,
           "integration harness: gearboxd pid %d ignored SIGTERM for "
           "%lld ms; sending SIGKILL\n",

@@ -933,6 +933,16 @@ TEST(FastCgiCodecTest, MissingMethodIs400) {
   EXPECT_TRUE(terminated);
 }
 
+TEST(FastCgiCodecTest, CrLfInAHeaderValueIs400) {
+  for (const char* name : {"HTTP_X_EVIL", "CONTENT_TYPE"}) {
+    Trace run = PlayAllSplits(Request1(1, {{"REQUEST_METHOD", "GET"},
+                                           {"REQUEST_URI", "/x"},
+                                           {name, "a\r\nSet-Cookie: x=1"}}));
+    ASSERT_EQ(run.outcomes.size(), 1u) << run;
+    EXPECT_EQ(run.outcomes[0].error_status, 400) << name;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Bad input: closed silently.
 

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""idle_clients.py: open many keep-alive HTTP connections and hold them idle.
+
+Each connection sends one `GET PATH HTTP/1.1` (keep-alive), reads the whole
+response, then stays open and silent: an idle keep-alive client, the kind nginx
+or a browser keeps around. At most --window connections are "in flight"
+(connecting or waiting for their response) at once, so the server's listen
+backlog never overflows (an overflow costs a 1 s SYN retransmit per connection).
+
+Protocol on stdout/stdin (used by bench.py):
+  prints   "ready opened=N answered=A closed=C failed=F secs=T"  once all are set up
+  reads    "check\n"  -> prints "open=K closed=C" (connections the peer has not closed)
+  EOF on stdin (or SIGTERM) -> closes everything and exits 0.
+Everything is bounded by --setup-timeout and --hold-timeout. Loopback use only.
+Standard library only.
+"""
+import argparse
+import errno
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+import time
+
+
+def raise_nofile(want):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(want, hard) if hard != resource.RLIM_INFINITY else want
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+class Conn:
+    __slots__ = ("sock", "state", "buf")
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.state = "connecting"  # -> "waiting" -> "idle" | "closed"
+        self.buf = b""
+
+
+def response_complete(buf):
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    length = 0
+    for line in buf[:head_end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    return len(buf) >= head_end + 4 + length
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--path", default="/hello")
+    ap.add_argument("--window", type=int, default=200)
+    ap.add_argument("--setup-timeout", type=float, default=60.0)
+    ap.add_argument("--hold-timeout", type=float, default=300.0)
+    args = ap.parse_args()
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        sys.exit("idle_clients: loopback only")
+
+    limit = raise_nofile(args.count + 64)
+    if limit < args.count + 16:
+        sys.exit(f"idle_clients: RLIMIT_NOFILE {limit} is too low for {args.count} connections")
+
+    request = (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
+               "User-Agent: gearbox-bench-idle\r\n\r\n").encode()
+    sel = selectors.DefaultSelector()
+    conns = []
+    opened = answered = failed = closed = 0
+    inflight = 0
+    start = time.monotonic()
+    deadline = start + args.setup_timeout
+
+    def close_conn(c, counted_as):
+        nonlocal closed, failed, inflight
+        if c.state in ("connecting", "waiting"):
+            inflight -= 1
+        try:
+            sel.unregister(c.sock)
+        except (KeyError, ValueError):
+            pass
+        c.sock.close()
+        if counted_as == "failed":
+            failed += 1
+        else:
+            closed += 1
+        c.state = "closed"
+
+    while (opened < args.count or inflight > 0) and time.monotonic() < deadline:
+        while opened < args.count and inflight < args.window:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            err = s.connect_ex((args.host, args.port))
+            c = Conn(s)
+            conns.append(c)
+            opened += 1
+            inflight += 1
+            if err not in (0, errno.EINPROGRESS):
+                close_conn(c, "failed")
+                continue
+            sel.register(s, selectors.EVENT_WRITE, c)
+        for key, mask in sel.select(timeout=0.5):
+            c = key.data
+            if c.state == "connecting":
+                err = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    close_conn(c, "failed")
+                    continue
+                try:
+                    c.sock.send(request)
+                except OSError:
+                    close_conn(c, "failed")
+                    continue
+                c.state = "waiting"
+                sel.modify(c.sock, selectors.EVENT_READ, c)
+            elif c.state in ("waiting", "idle"):
+                try:
+                    data = c.sock.recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    close_conn(c, "failed" if c.state == "waiting" else "closed")
+                    continue
+                if c.state == "waiting":
+                    c.buf += data
+                    if response_complete(c.buf):
+                        c.buf = b""
+                        c.state = "idle"
+                        answered += 1
+                        inflight -= 1
+    setup_secs = time.monotonic() - start
+    # Whatever is still unanswered at the deadline counts as failed.
+    for c in conns:
+        if c.state in ("connecting", "waiting"):
+            close_conn(c, "failed")
+    print(f"ready opened={opened} answered={answered} closed={closed} failed={failed} "
+          f"secs={setup_secs:.2f}", flush=True)
+
+    # Hold. Idle connections stay registered for reading: a read of 0 bytes means
+    # the server closed it (prefork gives idle keep-alive connections up).
+    stop = False
+
+    def on_term(*_):
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    os.set_blocking(sys.stdin.fileno(), False)
+    sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
+    hold_deadline = time.monotonic() + args.hold_timeout
+    pending = b""
+    while not stop and time.monotonic() < hold_deadline:
+        for key, _ in sel.select(timeout=0.5):
+            if key.data == "stdin":
+                chunk = os.read(sys.stdin.fileno(), 4096)
+                if not chunk:
+                    stop = True
+                    break
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    if line.strip() == b"check":
+                        still = sum(1 for c in conns if c.state == "idle")
+                        print(f"open={still} closed={closed}", flush=True)
+                continue
+            c = key.data
+            try:
+                data = c.sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                close_conn(c, "closed")
+    for c in conns:
+        if c.state != "closed":
+            c.sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
