@@ -182,49 +182,8 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& config,
     *error = "cannot write " + d->config_path_;
     return nullptr;
   }
-  int log_fd = open(d->log_path_.c_str(),
-                    O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    *error = Errno(("open(" + d->log_path_ + ")").c_str());
-    return nullptr;
-  }
-  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  // Everything the child needs is prepared before fork(): after it, only
-  // async-signal-safe calls (this process has threads).
-  std::vector<std::string> args = {binary, "-c", d->config_path_};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = Errno("fork");
-    close(log_fd);
-    if (null_fd >= 0) close(null_fd);
-    return nullptr;
-  }
-  if (pid == 0) {
-    // Dies with the test process (a crashed test must not leak a daemon).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execv(argv[0], argv.data());
-    const char msg[] = "integration harness: execv(gearboxd) failed\n";
-    ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-    (void)ignored;
-    _exit(127);
-  }
-  close(log_fd);
-  if (null_fd >= 0) close(null_fd);
+  pid_t pid = SpawnLogged({binary, "-c", d->config_path_}, d->log_path_, error);
+  if (pid < 0) return nullptr;
   d->pid_ = pid;
 
   const auto deadline = Clock::now() + kStartTimeout;
@@ -247,6 +206,53 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& config,
     }
     std::this_thread::sleep_for(Millis(10));
   }
+}
+
+pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path,
+                  std::string* error) {
+  int log_fd = open(log_path.c_str(),
+                    O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    *error = Errno(("open(" + log_path + ")").c_str());
+    return -1;
+  }
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Everything the child needs is prepared before fork(): after it, only
+  // async-signal-safe calls (this process has threads).
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = Errno("fork");
+    close(log_fd);
+    if (null_fd >= 0) close(null_fd);
+    return -1;
+  }
+  if (pid == 0) {
+    // Dies with the test process; PDEATHSIG survives exec().
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execv(argv[0], argv.data());
+    const char msg[] = "integration harness: execv failed\n";
+    ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+    (void)ignored;
+    _exit(127);
+  }
+  close(log_fd);
+  if (null_fd >= 0) close(null_fd);
+  return pid;
 }
 
 Daemon::~Daemon() {

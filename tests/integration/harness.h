@@ -78,6 +78,13 @@ class Daemon {
 };
 
 // "exited with 0", "killed by signal 9", ...
+// Forks and execs args[0] (a path) with args, stdin from /dev/null and
+// stdout/stderr appended to `log_path`, default signal dispositions and
+// PR_SET_PDEATHSIG (a crashed test does not leak the process). Returns the pid,
+// or -1 with *error set.
+pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path,
+                  std::string* error);
+
 std::string DescribeWaitStatus(int status);
 
 struct HttpResponse {

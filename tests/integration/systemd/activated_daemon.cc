@@ -21,11 +21,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/integration/harness.h"
+
 namespace gearbox::testing {
 namespace {
 
-constexpr Millis kWrapperTimeout{5000};  // until systemd-socket-activate listens
-constexpr Millis kStopTimeout{10000};    // SIGTERM until SIGKILL
+constexpr Millis kWrapperTimeout{
+    5000};                             // until systemd-socket-activate listens
 
 std::string Errno(const std::string& call) {
   return call + ": " + strerror(errno);
@@ -58,9 +60,9 @@ std::string FindGearboxd() {
 }
 
 std::string FindSocketActivate() {
-  for (const char* p : {"/usr/bin/systemd-socket-activate",
-                        "/bin/systemd-socket-activate",
-                        "/lib/systemd/systemd-activate"}) {
+  for (const char* p :
+       {"/usr/bin/systemd-socket-activate", "/bin/systemd-socket-activate",
+        "/lib/systemd/systemd-activate"}) {
     if (Executable(p)) return p;
   }
   return "";
@@ -194,7 +196,8 @@ void NotifySocket::Run() {
     char buf[4096];
     ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
     if (n <= 0) continue;
-    NotifyMessage m{SteadyClock::now(), std::string(buf, static_cast<size_t>(n))};
+    NotifyMessage m{SteadyClock::now(),
+                    std::string(buf, static_cast<size_t>(n))};
     {
       std::lock_guard<std::mutex> lock(mu_);
       messages_.push_back(std::move(m));
@@ -245,7 +248,8 @@ std::string NotifySocket::Dump() const {
   return out;
 }
 
-// --- config -------------------------------------------------------------------
+// --- config
+// -------------------------------------------------------------------
 
 std::string RenderActivatedConfig(const ActivatedOptions& o,
                                   const std::string& socket_path) {
@@ -275,7 +279,8 @@ std::string RenderActivatedConfig(const ActivatedOptions& o,
   return t;
 }
 
-// --- ActivatedDaemon -----------------------------------------------------------
+// --- ActivatedDaemon
+// -----------------------------------------------------------
 
 std::unique_ptr<ActivatedDaemon> ActivatedDaemon::Start(
     const ActivatedOptions& options, std::string* error) {
@@ -305,13 +310,6 @@ std::unique_ptr<ActivatedDaemon> ActivatedDaemon::Start(
     *error = "cannot write " + d->config_path_;
     return nullptr;
   }
-  int log_fd = open(d->log_path_.c_str(),
-                    O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    *error = Errno("open(" + d->log_path_ + ")");
-    return nullptr;
-  }
-  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::vector<std::string> args = {activate,
                                    "-l",
                                    d->socket_path_,
@@ -321,40 +319,8 @@ std::unique_ptr<ActivatedDaemon> ActivatedDaemon::Start(
                                    gearboxd,
                                    "-c",
                                    d->config_path_};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = Errno("fork");
-    close(log_fd);
-    if (null_fd >= 0) close(null_fd);
-    return nullptr;
-  }
-  if (pid == 0) {
-    // Async-signal-safe calls only (the test process has threads). PDEATHSIG
-    // survives both exec()s: a crashed test does not leak a daemon.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    if (null_fd >= 0) dup2(null_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execv(argv[0], argv.data());
-    const char msg[] = "systemd test: execv(systemd-socket-activate) failed\n";
-    ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-    (void)ignored;
-    _exit(127);
-  }
-  close(log_fd);
-  if (null_fd >= 0) close(null_fd);
+  pid_t pid = SpawnLogged(std::move(args), d->log_path_, error);
+  if (pid < 0) return nullptr;
   d->pid_ = pid;
 
   const auto deadline = SteadyClock::now() + kWrapperTimeout;
@@ -366,7 +332,8 @@ std::unique_ptr<ActivatedDaemon> ActivatedDaemon::Start(
     }
     if (auto status = d->WaitExit(Millis(0))) {
       *error = "systemd-socket-activate exited (status " +
-               std::to_string(*status) + ") before listening\nlog:\n" + d->Log();
+               std::to_string(*status) + ") before listening\nlog:\n" +
+               d->Log();
       return nullptr;
     }
     if (SteadyClock::now() >= deadline) {
@@ -382,9 +349,10 @@ ActivatedDaemon::~ActivatedDaemon() {
   if (pid_ > 0 && !exit_status_) {
     kill(pid_, SIGTERM);
     if (!WaitExit(kStopTimeout)) {
-      fprintf(stderr,
-              "systemd test: pid %d ignored SIGTERM for 10 s; sending SIGKILL\n",
-              static_cast<int>(pid_));
+      fprintf(
+          stderr,
+          "systemd test: pid %d ignored SIGTERM for 10 s; sending SIGKILL\n",
+          static_cast<int>(pid_));
       kill(pid_, SIGKILL);
       WaitExit(kStopTimeout);
     }
@@ -422,7 +390,8 @@ bool ActivatedDaemon::WriteConfig(const std::string& text) {
 
 const std::string& SocketDirectory() { return SocketDir(); }
 
-// --- /proc ----------------------------------------------------------------------
+// --- /proc
+// ----------------------------------------------------------------------
 
 ProcCounts ReadProcCounts(pid_t pid) {
   ProcCounts c;
@@ -446,10 +415,12 @@ ProcCounts ReadProcCounts(pid_t pid) {
     char target[PATH_MAX];
     std::string link = base + "/fd/" + name;
     ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-    fds.emplace_back(atoi(name), n > 0 ? std::string(target, static_cast<size_t>(n)) : "?");
+    fds.emplace_back(atoi(name),
+                     n > 0 ? std::string(target, static_cast<size_t>(n)) : "?");
   });
   std::sort(fds.begin(), fds.end());
-  for (auto& [fd, target] : fds) c.fd_list += std::to_string(fd) + " -> " + target + "\n";
+  for (auto& [fd, target] : fds)
+    c.fd_list += std::to_string(fd) + " -> " + target + "\n";
   c.children = 0;
   c.zombies = 0;
   count_dir("/proc", [&](const char* name) {
