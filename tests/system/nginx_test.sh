@@ -52,14 +52,9 @@ for tool in nginx curl wrk python3; do
 done
 
 # --- the binary ------------------------------------------------------------------
-if [[ -z "${GEARBOXD:-}" ]]; then
-  say "building //daemon:gearboxd"
-  # shellcheck disable=SC2086  # BAZEL_STARTUP_OPTS is a word list
-  (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
-  # shellcheck disable=SC2086
-  GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
-fi
-[[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+# shellcheck source=tests/system/lib.sh
+source "$root/tests/system/lib.sh"
+find_gearboxd
 say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
 
 # --- scratch space and cleanup ---------------------------------------------------

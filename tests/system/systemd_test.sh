@@ -46,14 +46,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 124' TERM INT
 
-if [[ -z "${GEARBOXD:-}" ]]; then
-  say "building //daemon:gearboxd"
-  # shellcheck disable=SC2086
-  (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
-  # shellcheck disable=SC2086
-  GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
-fi
-[[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+# shellcheck source=tests/system/lib.sh
+source "$root/tests/system/lib.sh"
+find_gearboxd
 
 say "building the RPM (prebuilt $GEARBOXD)"
 "$root/packaging/rpm/build-rpm.sh" --prebuilt "$GEARBOXD" --outdir "$work/rpm" > "$work/rpm.log" 2>&1 ||

@@ -1,0 +1,17 @@
+# Shared by the tests/system scripts (sourced, not run). Expects $root (the
+# repository) and the functions say/fail to exist.
+
+# Sets GEARBOXD to the binary under test: $GEARBOXD if given, else a Bazel build
+# of //daemon:gearboxd (BAZEL, BAZEL_STARTUP_OPTS: the command and its startup
+# options; --symlink_prefix=/ leaves the workspace's bazel-* links alone).
+find_gearboxd() {
+  if [[ -z "${GEARBOXD:-}" ]]; then
+    say "building //daemon:gearboxd"
+    # shellcheck disable=SC2086  # BAZEL_STARTUP_OPTS is a word list
+    (cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} build --symlink_prefix=/ //daemon:gearboxd)
+    # shellcheck disable=SC2086
+    GEARBOXD=$(cd "$root" && ${BAZEL:-bazel} ${BAZEL_STARTUP_OPTS:-} info bazel-bin 2>/dev/null)/daemon/gearboxd
+  fi
+  [[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
+  export GEARBOXD
+}
