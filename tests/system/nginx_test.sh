@@ -147,6 +147,8 @@ write_nginx_conf() {
     echo "events { worker_connections 256; }"
     echo "http {"
     echo "  access_log $prefix/logs/access.log;"
+    # Room for a ~60 KB request head (the FastCGI params check below).
+    echo "  large_client_header_buffers 8 16k;"
     for t in client_body proxy fastcgi uwsgi scgi; do
       echo "  ${t}_temp_path $prefix/tmp/$t;"
     done
@@ -203,6 +205,24 @@ functional_checks() {  # LABEL PROTOCOL MODEL
   body=$(curl -sS --max-time 5 -f -H 'Content-Type: text/plain' \
     --data-binary "$payload" "$base/echo") || fail "[$label] POST /echo"
   [[ "$body" == "$payload" ]] || fail "[$label] /echo returned '$body'"
+
+  say "[$label] POST /echo with a 200 kB body"
+  head -c 150000 /dev/urandom | base64 -w 76 | head -c 200000 > "$work/body-200k"
+  curl -sS --max-time 10 -f -H 'Content-Type: application/octet-stream' \
+    --data-binary "@$work/body-200k" -o "$work/echo-200k" "$base/echo" ||
+    fail "[$label] POST /echo 200 kB"
+  cmp -s "$work/body-200k" "$work/echo-200k" || fail "[$label] 200 kB echo differs"
+
+  # Nine 6.4 KB headers: a ~58 KB head, which nginx turns into FastCGI params
+  # just under the 64 KB record limit (and sends as-is over proxy_pass).
+  say "[$label] GET /hello with a ~58 KB request head"
+  local big=() i
+  for i in 1 2 3 4 5 6 7 8 9; do
+    big+=(-H "X-Big-$i: $(head -c 6400 /dev/zero | tr '\0' 'a')")
+  done
+  body=$(curl -sS --max-time 5 -f "${big[@]}" "$base/hello") ||
+    fail "[$label] GET /hello with a large head"
+  [[ "$body" == "hello world" ]] || fail "[$label] large head: /hello said '$body'"
 
   say "[$label] GET /no-such-route -> 404"
   code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "$base/no-such-route")
@@ -308,6 +328,7 @@ loops = 2
 
 [limits]
 idle_timeout = "75s"
+max_header_bytes = 131072  # the ~60 KB head check below
 
 [log]
 access = true   # one line per request, with request_id= (X-Request-Id)
