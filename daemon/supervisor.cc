@@ -181,16 +181,18 @@ class Supervisor {
     // The old generation stops accepting before READY=1: a client that connects
     // after the reload has finished is served by the new one.
     old->model->StopAccepting();
-    BeginDrain(std::move(old));
+    const Deadline deadline =
+        Clock::now() + old->config.server.graceful_timeout;
+    BeginDrain(std::move(old), deadline);
     last_reload_error_.clear();
     sd_notifyf(0, "READY=1\nSTATUS=%s serving (generation %d)",
                current_->config.server.model.c_str(), current_->number);
   }
 
-  void BeginDrain(std::unique_ptr<Generation> gen) {
+  // Drains `gen` in its own thread until done or `deadline`.
+  void BeginDrain(std::unique_ptr<Generation> gen, Deadline deadline) {
     Draining d;
     d.done = std::make_shared<std::atomic<bool>>(false);
-    Deadline deadline = Clock::now() + gen->config.server.graceful_timeout;
     Model* model = gen->model.get();
     int number = gen->number;
     auto done = d.done;
@@ -224,13 +226,25 @@ class Supervisor {
         "stopping", "mode={} gen={} graceful_timeout_ms={}",
         fast ? "fast" : "graceful", current_->number,
         std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
-    Deadline deadline = Clock::now() + timeout;
-    BeginDrain(std::move(current_));
-    // Tell systemd we are still making progress while a long drain runs.
+    const Deadline deadline = Clock::now() + timeout;
+    BeginDrain(std::move(current_), deadline);
+    Clock::time_point next_extend = Clock::now() + std::chrono::seconds(1);
     while (!draining_.empty()) {
       ReapDrained();
       if (!draining_.empty())
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (Clock::now() >= next_extend) {
+        // A drain running long: tell systemd it is progress, not a hang, so
+        // the stop timeout covers graceful_timeout plus a margin.
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+            deadline - Clock::now() + std::chrono::seconds(5));
+        sd_notifyf(
+            0,
+            "EXTEND_TIMEOUT_USEC=%lld\nSTATUS=draining, %zu generation(s) left",
+            static_cast<long long>(std::max<int64_t>(left.count(), 1000000)),
+            draining_.size());
+        next_extend = Clock::now() + std::chrono::seconds(1);
+      }
       if (Clock::now() > deadline + std::chrono::seconds(5)) {
         LogError("drain_stuck", "msg=\"drain overran its deadline; exiting\"");
         _exit(1);
