@@ -150,6 +150,28 @@ grep -Eq 'Socket errors|Non-2xx' /root/wrk-reload.out && fail "requests failed a
 systemctl status --no-pager gearbox.service | grep -E 'Status:' | sed 's/^ */  /' ||
   fail "systemctl status shows no Status: line"
 
+say "metrics: the journal's GEARBOX_* fields, STATUS= and /status agree"
+sed -i 's/^interval = "[0-9a-z]*"/interval = "1s"/' "$conf"
+systemctl reload gearbox || fail "reload with [metrics] interval = 1s"
+for _ in $(seq 40); do
+  curl -sS --max-time 5 -f --unix-socket /run/gearbox/http.sock http://localhost/hello >/dev/null ||
+    fail "GET /hello for the metrics check"
+done
+sleep 2.5  # two quiet intervals: the last stats line has every request
+journal_requests=$(journalctl --no-pager -u gearbox.service -o json -n 200 |
+  python3 -c 'import json,sys
+last = None
+for line in sys.stdin:
+    e = json.loads(line)
+    if "GEARBOX_REQUESTS" in e: last = e
+print(last["GEARBOX_REQUESTS"] if last else "none", last.get("GEARBOX_RPS") if last else "")')
+status_requests=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')
+say "  journal GEARBOX_REQUESTS/GEARBOX_RPS: $journal_requests; /status requests: $status_requests; STATUS=$(show gearbox.service StatusText)"
+[[ "${journal_requests%% *}" == "$status_requests" ]] ||
+  fail "journal says ${journal_requests%% *} requests, /status says $status_requests"
+show gearbox.service StatusText | grep -q 'req/s' || fail "STATUS= has no live figures"
+
 say "systemctl stop drains: an in-flight /sleep?ms=1500 completes"
 curl -sS --max-time 10 -f "$http/sleep?ms=1500" > /root/slow.out 2>&1 &
 curl_pid=$!
