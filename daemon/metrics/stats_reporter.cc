@@ -116,11 +116,10 @@ std::string StatsReporter::Report(std::string_view model, int generation,
   last_time_ = now;
   accept_queue_max_ = accept_queue_;
   return fmt::format(
-      "{} gen {}: {:.0f} req/s, p99 {:.1f} ms, {} in flight, {}/{} busy, {} "
-      "conns, "
-      "queue {}, {} rejected (503)",
+      "{} gen {}: {:.0f} req/s, p99 {:.1f} ms, {} in flight, {}/{} busy, "
+      "{} conns, queue {}, {} requests, {} rejected (503)",
       model, generation, rps, Ms(service.Percentile(0.99)), t.inflight, t.busy,
-      workers, t.open(), t.queue_depth, t.rejected);
+      workers, t.open(), t.queue_depth, t.requests, t.rejected);
 }
 
 }  // namespace gearbox

@@ -170,7 +170,8 @@ status_requests=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock htt
 say "  journal GEARBOX_REQUESTS/GEARBOX_RPS: $journal_requests; /status requests: $status_requests; STATUS=$(show gearbox.service StatusText)"
 [[ "${journal_requests%% *}" == "$status_requests" ]] ||
   fail "journal says ${journal_requests%% *} requests, /status says $status_requests"
-show gearbox.service StatusText | grep -q 'req/s' || fail "STATUS= has no live figures"
+show gearbox.service StatusText | grep -q " $status_requests requests" ||
+  fail "STATUS= does not show the $status_requests requests"
 
 say "systemctl stop drains: an in-flight /sleep?ms=1500 completes"
 curl -sS --max-time 10 -f "$http/sleep?ms=1500" > /root/slow.out 2>&1 &
