@@ -19,11 +19,9 @@ Standard library only.
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,12 +30,10 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
+from bench_servers import (  # noqa: E402
+    HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, cpu_seconds, log, parse_httperf,
+    parse_wrk, rss_kib, sh, slab_kib, stop_all)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-SNIPPETS = os.path.join(ROOT, "packaging", "nginx")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-T0 = time.monotonic()
 
 # Server configurations: (label, model, TOML section, size key, size, why).
 # The 2-core sizes (nproc = 2 on the reference machine):
@@ -73,424 +69,6 @@ WORKLOADS = {
     "wait20ms": "/sleep?ms=20",
     "burn": "/burn?us=200",
 }
-
-
-def log(msg):
-    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# --- /proc helpers ---------------------------------------------------------------
-
-def _stat_fields(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        data = f.read()
-    return data[data.rindex(")") + 2:].split()  # fields from "state" (field 3) on
-
-
-def proc_tree(pid):
-    """pid and all its descendants (prefork children), by scanning /proc for ppid."""
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                parents[int(name)] = int(_stat_fields(name)[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    tree, frontier = [pid], [pid]
-    while frontier:
-        p = frontier.pop()
-        kids = [c for c, pp in parents.items() if pp == p]
-        tree += kids
-        frontier += kids
-    return tree
-
-
-def cpu_seconds(pids):
-    """utime + stime of the processes (all their threads, live and exited)."""
-    total = 0
-    for pid in pids:
-        try:
-            f = _stat_fields(pid)
-            total += int(f[11]) + int(f[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / CLK_TCK
-
-
-def rss_kib(pids):
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
-def host_busy_seconds():
-    """CPU time the whole host spent busy (all cores), from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal ...
-    return (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / CLK_TCK
-
-
-def children_cpu_seconds():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-class Noise:
-    """CPU the host spent on anything but the server under test and our client
-    during a run: other jobs on a shared machine. In cores (1.0 = one core)."""
-
-    def __init__(self, cpu):
-        self.cpu = cpu
-        self.t = time.monotonic()
-        self.host = host_busy_seconds()
-        self.kids = children_cpu_seconds()
-        self.ours = sum(cpu_seconds(f()) for f in cpu.values())
-
-    def done(self, r):
-        wall = time.monotonic() - self.t
-        ours = sum(cpu_seconds(f()) for f in self.cpu.values()) - self.ours
-        client = children_cpu_seconds() - self.kids
-        foreign = host_busy_seconds() - self.host - ours - client
-        r["client_cpu_s"] = client
-        r["foreign_cpu_cores"] = max(0.0, foreign / wall) if wall > 0 else None
-        r["loadavg1"] = float(open("/proc/loadavg").read().split()[0])
-
-
-def slab_kib():
-    """Kernel slab memory (socket structures live there, not in any process's RSS)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("Slab:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def alive(pid):
-    try:
-        return _stat_fields(pid)[0] != "Z"
-    except OSError:
-        return False
-
-
-# --- processes we start ---------------------------------------------------------
-
-STARTED = []  # Popen objects, stopped by PID in stop_all()
-
-
-def stop_proc(p, sig=signal.SIGTERM, wait=15.0):
-    if p.poll() is not None:
-        return p.returncode
-    try:
-        p.send_signal(sig)
-        return p.wait(timeout=wait)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        return p.wait(timeout=5)
-
-
-def stop_all():
-    for p in reversed(STARTED):
-        if p.poll() is None:
-            stop_proc(p, signal.SIGTERM, 10)
-
-
-class Gearbox:
-    def __init__(self, binary, cfg, work, logdir, confdir):
-        self.label, self.model, self.section, self.key, self.size, _ = cfg
-        self.binary = binary
-        self.port = free_port()
-        self.sock = os.path.join(work, "http.sock")
-        self.conf = os.path.join(confdir, f"gearbox-{self.label}.toml")
-        self.logfile = os.path.join(logdir, f"gearboxd-{self.label}.log")
-        self.proc = None
-
-    def write_config(self):
-        # Everything else at the shipped defaults (config/gearbox.toml).
-        # max_connections: the default 10,000 would leave no room for the load
-        # next to 10,000 idle connections.
-        text = f"""# Generated by tests/bench/bench.py for {self.label}.
-[server]
-model = "{self.model}"
-graceful_timeout = "3s"
-
-[[listen]]
-name = "http"
-protocol = "http"
-address = "127.0.0.1:{self.port}"
-
-[[listen]]
-name = "nginx"
-protocol = "http"
-address = "unix:{self.sock}"
-unix_mode = 0o666
-
-[{self.section}]
-{self.key} = {self.size}
-
-[limits]
-max_connections = 30000
-"""
-        with open(self.conf, "w") as f:
-            f.write(text)
-        r = sh([self.binary, "-t", "-c", self.conf])
-        if r.returncode != 0:
-            raise RuntimeError(f"gearboxd -t rejected {self.conf}: {r.stdout}{r.stderr}")
-
-    def start(self):
-        self.write_config()
-        out = open(self.logfile, "w")
-        self.proc = subprocess.Popen([self.binary, "-c", self.conf], stdout=out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        STARTED.append(self.proc)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gearboxd {self.label} exited {self.proc.returncode}; see {self.logfile}")
-            if http_get_ok("127.0.0.1", self.port, "/hello") and os.path.exists(self.sock):
-                if self.model == "prefork":
-                    # Wait for all children to be forked.
-                    if len(proc_tree(self.proc.pid)) < 1 + self.size:
-                        time.sleep(0.05)
-                        continue
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"gearboxd {self.label} did not answer within 20 s; see {self.logfile}")
-
-    def pids(self):
-        return proc_tree(self.proc.pid)
-
-    def status(self):
-        """gearboxd's /status counters (requests, connections accepted), or None."""
-        body = http_get("127.0.0.1", self.port, "/status?full", timeout=10.0)
-        try:
-            j = json.loads(body.split(b"\r\n\r\n", 1)[1])
-            return {"requests": j["requests"], "accepted": j["connections"]["accepted"],
-                    "workers": {w["slot"]: w["requests"] for w in j.get("workers", [])}}
-        except (AttributeError, IndexError, ValueError, KeyError, TypeError):
-            return None
-
-    def stop(self):
-        rc = stop_proc(self.proc, signal.SIGTERM, 15)
-        STARTED.remove(self.proc)
-        return rc
-
-
-def http_get(host, port, path, timeout=1.0):
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-        return data
-    except OSError:
-        return None
-
-
-def http_get_ok(host, port, path, timeout=1.0):
-    data = http_get(host, port, path, timeout)
-    return bool(data) and data.startswith(b"HTTP/1.1 200")
-
-
-class Nginx:
-    """nginx, 1 worker, temp prefix: the shipped gearbox snippets in front of the
-    gearboxd socket (port `proxy`), and `return 200` by itself (port `ref`)."""
-
-    def __init__(self, work, confdir, logdir, tag):
-        self.prefix = os.path.join(work, f"nginx-{tag}")
-        self.tag = tag
-        self.proxy = free_port()
-        self.ref = free_port()
-        self.conf = os.path.join(self.prefix, "conf", "nginx.conf")
-        self.confdir = confdir
-        self.logdir = logdir
-        self.proc = None
-        self.snippets = "shipped"
-
-    def write_config(self, sock):
-        for d in ("conf", "logs", "tmp"):
-            os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
-        upstream_file = os.path.join(SNIPPETS, "gearbox-upstream.conf")
-        http_file = os.path.join(SNIPPETS, "gearbox-http.conf")
-        sockdir = os.path.dirname(sock)
-        if os.path.exists(upstream_file) and os.path.exists(http_file):
-            with open(upstream_file) as f:
-                up = f.read().replace("unix:/run/gearbox/", f"unix:{sockdir}/")
-            location = f"include {http_file};"
-        else:  # an equivalent inline config, until packaging/nginx ships one
-            self.snippets = "inline (packaging/nginx/ snippets missing)"
-            up = (f"upstream gearbox_http {{\n  server unix:{sock} max_fails=0;\n"
-                  "  keepalive 32;\n  keepalive_timeout 60s;\n  keepalive_requests 1000;\n}\n")
-            location = ("proxy_pass http://gearbox_http;\n    proxy_http_version 1.1;\n"
-                        "    proxy_set_header Connection \"\";\n    proxy_set_header Host $host;\n"
-                        "    proxy_next_upstream error timeout http_503;\n"
-                        "    proxy_read_timeout 60s;")
-        with open(os.path.join(self.prefix, "conf", "gearbox-upstream.conf"), "w") as f:
-            f.write(up)
-        p = self.prefix
-        text = f"""# Generated by tests/bench/bench.py ({self.tag}).
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid {p}/nginx.pid;
-error_log {p}/logs/error.log warn;
-events {{ worker_connections 8192; }}
-http {{
-  # Off for both the proxy and the reference: the benchmark compares serving, and
-  # a log line per request would be most of nginx's own cost.
-  access_log off;
-  client_body_temp_path {p}/tmp/body;
-  proxy_temp_path {p}/tmp/proxy;
-  fastcgi_temp_path {p}/tmp/fastcgi;
-  uwsgi_temp_path {p}/tmp/uwsgi;
-  scgi_temp_path {p}/tmp/scgi;
-  include {p}/conf/gearbox-upstream.conf;
-  server {{
-    listen 127.0.0.1:{self.proxy};
-    location / {{
-      {location}
-    }}
-  }}
-  server {{
-    listen 127.0.0.1:{self.ref};
-    default_type text/plain;
-    location / {{
-      return 200 "hello world\\n";
-    }}
-  }}
-}}
-"""
-        with open(self.conf, "w") as f:
-            f.write(text)
-        shutil.copy(self.conf, os.path.join(self.confdir, f"nginx-{self.tag}.conf"))
-        r = sh(["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-t"])
-        if r.returncode != 0:
-            raise RuntimeError(f"nginx -t failed: {r.stderr}")
-
-    def start(self, sock):
-        self.write_config(sock)
-        p = self.prefix
-        self.proc = subprocess.Popen(
-            ["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-g", "daemon off;"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        STARTED.append(self.proc)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nginx exited {self.proc.returncode}; see {p}/logs/error.log")
-            if http_get_ok("127.0.0.1", self.ref, "/") and len(self.workers()) >= 1:
-                return
-            time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
-
-    def workers(self):
-        return [q for q in proc_tree(self.proc.pid) if q != self.proc.pid]
-
-    def error_lines(self):
-        try:
-            with open(os.path.join(self.prefix, "logs", "error.log")) as f:
-                return [ln for ln in f if re.search(r"\[(error|crit|alert|emerg)\]", ln)]
-        except OSError:
-            return []
-
-    def stop(self):
-        stop_proc(self.proc, signal.SIGQUIT, 10)
-        STARTED.remove(self.proc)
-        errs = self.error_lines()
-        try:
-            shutil.copy(os.path.join(self.prefix, "logs", "error.log"),
-                        os.path.join(self.logdir, f"nginx-{self.tag}-error.log"))
-        except OSError:
-            pass
-        return errs
-
-
-# --- load generators -------------------------------------------------------------
-
-def _ms(value, unit):
-    v = float(value)
-    return {"us": v / 1000, "ms": v, "s": v * 1000, "m": v * 60000}[unit]
-
-
-def parse_wrk(out):
-    r = {"requests": 0, "rps": 0.0, "p50_ms": None, "p75_ms": None, "p90_ms": None,
-         "p99_ms": None, "err_connect": 0, "err_read": 0, "err_write": 0, "err_timeout": 0,
-         "non2xx": 0}
-    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", out)
-    if m:
-        r["requests"] = int(m.group(1))
-        r["elapsed_s"] = _ms(m.group(2), m.group(3)) / 1000
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if m:
-        r["rps"] = float(m.group(1))
-    for pct in ("50", "75", "90", "99"):
-        m = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)
-        if m:
-            r[f"p{pct}_ms"] = _ms(m.group(1), m.group(2))
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        r["err_connect"], r["err_read"], r["err_write"], r["err_timeout"] = map(int, m.groups())
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if m:
-        r["non2xx"] = int(m.group(1))
-    r["errors"] = r["err_connect"] + r["err_read"] + r["err_write"] + r["err_timeout"]
-    return r
-
-
-def parse_httperf(out):
-    r = {}
-
-    def grab(key, pattern, conv=float):
-        m = re.search(pattern, out)
-        r[key] = conv(m.group(1)) if m else None
-
-    grab("connections", r"Total: connections (\d+)", int)
-    grab("requests", r"Total: connections \d+ requests (\d+)", int)
-    grab("replies", r"replies (\d+) test-duration", int)
-    grab("duration_s", r"test-duration ([\d.]+) s")
-    grab("request_rate", r"Request rate: ([\d.]+) req/s")
-    grab("reply_rate_avg", r"Reply rate \[replies/s\]: min [\d.]+ avg ([\d.]+)")
-    grab("reply_rate_min", r"Reply rate \[replies/s\]: min ([\d.]+)")
-    grab("response_ms", r"Reply time \[ms\]: response ([\d.]+)")
-    grab("conn_time_median_ms", r"Connection time \[ms\]: min [\d.]+ avg [\d.]+ max [\d.]+ median ([\d.]+)")
-    grab("conn_time_max_ms", r"Connection time \[ms\]: min [\d.]+ avg [\d.]+ max ([\d.]+)")
-    m = re.search(r"Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)", out)
-    for i, k in enumerate(("s1xx", "s2xx", "s3xx", "s4xx", "s5xx")):
-        r[k] = int(m.group(i + 1)) if m else None
-    m = re.search(r"Errors: total (\d+) client-timo (\d+) socket-timo (\d+) connrefused (\d+) connreset (\d+)", out)
-    if m:
-        r["errors"], r["client_timo"], r["socket_timo"], r["connrefused"], r["connreset"] = map(int, m.groups())
-    m = re.search(r"Errors: fd-unavail (\d+) addrunavail (\d+) ftab-full (\d+) other (\d+)", out)
-    if m:
-        r["fd_unavail"], r["addrunavail"], r["ftab_full"], r["err_other"] = map(int, m.groups())
-    if r.get("s2xx") is not None and r.get("duration_s"):
-        r["rps"] = r["s2xx"] / r["duration_s"]  # successful replies per second
-    else:
-        r["rps"] = 0.0
-    return r
 
 
 class Bench:
@@ -778,7 +356,17 @@ def main():
     ap.add_argument("--only", help="comma-separated config labels to run (default: the plan's)")
     ap.add_argument("--idle-count", type=int, help="idle connections (default 10000, quick 1000)")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--rerender", metavar="DIR",
+                    help="only rewrite results.md and the plots of DIR from its results.json")
     args = ap.parse_args()
+    if args.rerender:
+        with open(os.path.join(args.rerender, "results.json")) as f:
+            j = json.load(f)
+        report = bench_report.Report(j["meta"], j["plan"], CONFIGS, WORKLOADS, j["runs"], j["idle"],
+                                     j["notes"], j["checks"], j["error"])
+        report.write(os.path.abspath(args.rerender), plots=not args.no_plots)
+        log(f"bench: rewrote {args.rerender}/results.md from results.json")
+        return 0
 
     for tool in ("nginx", "wrk", "httperf"):
         if not shutil.which(tool):
@@ -794,7 +382,7 @@ def main():
     meta = bench_report.machine_facts()
     meta["mode"] = "quick" if args.quick else "full"
     meta["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
-    meta["nofile"] = __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)[0]
+    meta["nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     log(f"bench: mode {meta['mode']}, out {out}, load average {' '.join(meta['loadavg_start'])}, "
         f"RLIMIT_NOFILE {meta['nofile']}, estimated {estimate(pl) / 60:.1f} min of load")
     if float(meta["loadavg_start"][0]) > 1.0:
@@ -883,6 +471,9 @@ def main():
     for line in report.target_lines():
         log("target: " + line)
     bad = [c for c in checks if not c["ok"]]
+    for c in checks:
+        if c.get("warning"):
+            log(f"check warning: {c['what']}: {c['detail']}")
     for c in bad:
         log(f"check FAILED: {c['what']}: {c['detail']}")
     if failed:

@@ -65,8 +65,9 @@ def _ratio(a, b):
 def quick_checks(runs, idle):
     checks = []
 
-    def check(what, ok, detail):
-        checks.append({"what": what, "ok": bool(ok), "detail": detail})
+    def check(what, ok, detail, fatal=True):
+        checks.append({"what": what, "ok": bool(ok) or not fatal, "warning": not ok and not fatal,
+                       "detail": detail})
 
     wrk = [r for r in runs if r["kind"] == "wrk"]
     for r in wrk:
@@ -78,12 +79,16 @@ def quick_checks(runs, idle):
             check(f"{name}: no errors, no non-2xx", r["errors"] == 0 and r["non2xx"] == 0,
                   f"errors {r['errors']}, non-2xx {r['non2xx']}")
         else:
-            # A prefork child closes an idle keep-alive connection when another
-            # client waits; wrk counts the next request on it as a read/write error
-            # (nginx retries such requests). Refusals and timeouts still count.
+            # A prefork child gives up its keep-alive connection when another client
+            # waits. It announces that with "Connection: close"; a connection dropped
+            # under a request in flight shows as a wrk read/write error (nginx would
+            # retry it): a warning. Refusals, timeouts and non-2xx fail.
             check(f"{name}: no refused/timed-out requests, no non-2xx",
                   r["err_connect"] == 0 and r["err_timeout"] == 0 and r["non2xx"] == 0,
                   f"connect {r['err_connect']}, timeout {r['err_timeout']}, non-2xx {r['non2xx']}")
+            check(f"{name}: no keep-alive connection dropped under a request",
+                  r["err_read"] == 0 and r["err_write"] == 0,
+                  f"read {r['err_read']}, write {r['err_write']}", fatal=False)
         if r["workload"] == "wait1ms" and r["p50_ms"] is not None:
             check(f"{name}: p50 reflects the 1 ms wait", 0.9 <= r["p50_ms"] <= 50, f"p50 {r['p50_ms']:.2f} ms")
         if r["workload"] == "wait20ms" and r["p50_ms"] is not None:
@@ -198,8 +203,12 @@ def compute_targets(runs, idle, plan):
         nums = (f"{r.get('rps', 0):,.0f} req/s served, 2xx {r.get('s2xx')}/{want}, 5xx {r.get('s5xx')}, "
                 f"errors {r.get('errors')} (client-timo {r.get('client_timo')}), "
                 f"avg response {r.get('response_ms')} ms")
-        if r["server"] == "prefork-1":
-            target("3", "seed wait1ms via nginx: prefork 1 child shows the collapse", not holds, nums)
+        if r["server"] in ("prefork-1", "threadpool-1"):
+            # One worker cannot do 1,000 x (1 ms + overhead) per second: the seed's one
+            # PHP process. (threadpool with 1 thread is the same situation.)
+            what = "prefork 1 child" if r["server"] == "prefork-1" else "threadpool 1 thread (like prefork-1)"
+            target("3", f"seed wait1ms via nginx: {what} shows the collapse (< 1,000 req/s or errors)",
+                   not holds, nums)
         elif r["server"].startswith("prefork"):
             target("3", f"seed wait1ms via nginx: {r['server']} recovers (full 1,000 req/s, 0 errors)", holds, nums)
         else:
@@ -281,11 +290,14 @@ class Report:
                         f.write("\n\n")
                 plots = ", ".join(f"'{name}.dat' index {i} with linespoints lw 2 pt 7 title '{label}'"
                                   for i, (label, _) in enumerate(lines))
+                # Waits span 50 to 150,000 req/s between models: a log scale shows both ends.
+                yscale = ("set logscale y\nset yrange [10:*]\n" if w.startswith("wait")
+                          else "set yrange [0:*]\n")
                 script = (f"set terminal {term}\nset output '{name}.png'\n"
                           f"set title '{w} ({self.workloads[w]}), {what}: wrk -t1, "
                           f"{self.meta['duration_per_point_s']} s per point'\n"
                           "set logscale x 2\nset xlabel 'concurrent connections (wrk -c)'\n"
-                          "set ylabel 'requests/s'\nset yrange [0:*]\nset grid\n"
+                          "set ylabel 'requests/s'\n" + yscale + "set grid\n"
                           "set key outside right top\n"
                           f"plot {plots}\n")
                 jobs.append((name, script))
@@ -336,15 +348,16 @@ class Report:
         la = float(m["loadavg_start"][0])
         measured = [r for r in self.runs if r.get("foreign_cpu_cores") is not None]
         noisy = [r for r in measured if r["foreign_cpu_cores"] > NOISY_CORES]
-        if la > 1.0 or noisy:
-            worst = max((r["foreign_cpu_cores"] for r in measured), default=0)
-            add(f"> **Noisy machine:** load average {' '.join(m['loadavg_start'])} at the start, "
-                f"{' '.join(m['loadavg_end'])} at the end; other jobs used more than {NOISY_CORES} cores during "
-                f"{len(noisy)} of {len(measured)} runs (worst {worst:.2f} cores; marked ≈). Absolute figures "
-                "and close ratios are unreliable; redo the run on a quiet machine.\n")
+        worst = max((r["foreign_cpu_cores"] for r in measured), default=0)
+        if la > 1.0 or len(noisy) > 0.05 * max(1, len(measured)):
+            add(f"> **Noisy machine:** load average {' '.join(m['loadavg_start'])} at the start; other jobs "
+                f"used more than {NOISY_CORES} cores during {len(noisy)} of {len(measured)} runs (worst "
+                f"{worst:.2f} cores; marked ≈). Absolute figures and close ratios are unreliable; redo the run "
+                "on a quiet machine.\n")
         else:
-            add(f"Quiet machine: load average {' '.join(m['loadavg_start'])} at the start; no run saw other "
-                f"jobs use more than {NOISY_CORES} cores.\n")
+            add(f"Quiet machine: load average {' '.join(m['loadavg_start'])} at the start; other jobs used more "
+                f"than {NOISY_CORES} cores during {len(noisy)} of {len(measured)} runs (worst {worst:.2f} cores; "
+                "marked ≈). (The load average at the end includes the benchmark itself.)\n")
         add("## Machine\n")
         add("| | |\n|---|---|")
         for k, label in (("date", "date"), ("nproc", "nproc"), ("cpu", "CPU"), ("mem_total_kib", "memory (KiB)"),
@@ -385,6 +398,9 @@ class Report:
             add(f"## Quick checks: {len(self.checks) - len(bad)}/{len(self.checks)} passed\n")
             for c in bad:
                 add(f"- FAILED: {c['what']}: {c['detail']}")
+            for c in self.checks:
+                if c.get("warning"):
+                    add(f"- warning: {c['what']}: {c['detail']}")
             add("")
 
         self._seed(add)
@@ -392,13 +408,12 @@ class Report:
             self._workload(add, w)
         self._idle(add)
         add("## Notes\n")
-        add("- prefork *direct* rows: a prefork child gives up an idle keep-alive connection as soon as "
-            "another client waits in the accept queue (README: \"at once when another client is waiting\"). "
-            "With more wrk connections than children, wrk's next request on such a connection fails and wrk "
-            "counts a *read* (or *write*) error, then reconnects; nginx retries those itself, so the "
-            "*nginx* rows show no client errors, only lines in nginx's error log (`writev() failed (32: Broken "
-            "pipe) while sending request to upstream`: column *nginx error lines*). Refused (`connect`) and "
-            "`timeout` errors are real failures.")
+        add("- prefork: a child serves one connection at a time and gives up a keep-alive connection when "
+            "another client waits and no sibling is free. With more connections than children that means about "
+            "one connection per request (*accepts/req* near 1). A connection dropped under a request in flight "
+            "shows as a wrk *read*/*write* error in *direct* rows and, through nginx, as `writev() failed (32: "
+            "Broken pipe) while sending request to upstream` in nginx's error log (column *nginx error lines*; "
+            "nginx retries the request). Refused (`connect`) and `timeout` errors are requests that failed.")
         add("- *accepts/req*: connections gearboxd accepted per request it served during the run (from its "
             "`/status` counters). Near 0 means keep-alive works (wrk's and nginx's connections are reused); "
             "near 1 means one connection per request.")
