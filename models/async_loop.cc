@@ -193,7 +193,13 @@ void AsyncLoop::CloseIdleForDrain() {
 
 void AsyncLoop::OnAccept(size_t listener_index) {
   const Listener& l = (*shared_.listeners)[listener_index];
-  for (int batch = 0; batch < 64; ++batch) {
+  // With several loops on one listener, every loop wakes for a new connection;
+  // taking one per wake-up (nginx's `multi_accept off`) lets the others take
+  // the rest, instead of the first loop to wake taking a whole burst and
+  // leaving the other cores idle. One loop takes up to 64 per wake-up: fewer
+  // epoll rounds.
+  const int batch_limit = shared_.loops > 1 ? 1 : 64;
+  for (int batch = 0; batch < batch_limit; ++batch) {
     if (shared_.open.load(std::memory_order_relaxed) >=
         shared_.limits.max_connections) {
       // Backpressure: leave the rest in the kernel backlog until below the cap.

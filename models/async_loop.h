@@ -27,6 +27,7 @@ struct AsyncShared {
   LimitsConfig limits;
   std::atomic<int64_t> open{
       0};  // connections across all loops (max_connections)
+  int loops = 1;
   std::atomic<bool> draining{false};
   std::atomic<int> loops_not_accepting{0};  // loops that saw draining
   std::atomic<bool> aborting{false};

@@ -37,6 +37,7 @@ class AsyncModel final : public Model {
     shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
     const int loops = Loops(ctx.config);
+    shared_.loops = loops;
     for (int i = 0; i < loops; ++i) {
       auto loop = std::make_unique<AsyncLoop>(
           shared_, ctx.stats->Slot(static_cast<size_t>(i)), i);

@@ -108,6 +108,14 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx,
                        draining || close_after, conn.out, timing);
 }
 
+// True when more connections wait for a worker than there are idle workers to
+// take them (threadpool): then this worker should move on.
+bool Contended(const IdlePolicy& idle) {
+  return idle.queued && idle.idle_workers &&
+         idle.queued->load(std::memory_order_relaxed) >
+             idle.idle_workers->load(std::memory_order_relaxed);
+}
+
 // True when a listener has a connection waiting to be accepted (one poll()).
 bool ListenerPending(const IdlePolicy& idle) {
   pollfd fds[8];
@@ -211,6 +219,14 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
         return finish(draining ? CloseReason::kDrain : CloseReason::kServer);
       }
       if (conn.out.size() >= kFlushThreshold) break;
+      if (Contended(idle) && !conn.in.empty()) {
+        if (!conn.out.empty() &&
+            WriteAll(conn, limits, stats) != WriteResult::kOk) {
+          conn.out.clear();
+          return finish(CloseReason::kClient);
+        }
+        return ConnectionOutcome::kYield;
+      }
     }
     // 2. Flush before blocking on the next read.
     if (!conn.out.empty()) {
@@ -234,6 +250,10 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       if (!conn.fresh && ctx.draining &&
           ctx.draining->load(std::memory_order_relaxed)) {
         return finish(CloseReason::kDrain);
+      }
+      if (idle.park && Contended(idle)) {
+        conn.in.Release();
+        return ConnectionOutcome::kParked;  // its turn comes through the queue
       }
       if (idle.park) {
         // Peek without blocking; park the connection if nothing is there yet.

@@ -85,9 +85,17 @@ struct IdlePolicy {
   // up only when no sibling is free to take the waiting client.
   const StatsRegion* siblings = nullptr;
   size_t self_slot = 0;
+  // threadpool: connections waiting for a worker. While any wait, a worker
+  // serves one request per turn: the connection goes back to the poller (or to
+  // the back of the queue, if its next request is already buffered) so that
+  // waiting clients are served in arrival order.
+  const std::atomic<int>* queued = nullptr;
+  const std::atomic<int>* idle_workers = nullptr;  // workers waiting for work
 };
 
-enum class ConnectionOutcome { kClosed, kParked };
+// kYield: the next request is already buffered but others are queued; put the
+// connection at the back of the queue.
+enum class ConnectionOutcome { kClosed, kParked, kYield };
 
 // Serves requests on `conn` until it closes (the fd is closed and counted) or
 // is parked. Blocking I/O with deadlines: header/body/send timeouts from

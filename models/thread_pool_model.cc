@@ -163,6 +163,7 @@ class ThreadPoolModel final : public Model {
     WorkerStats& s = AcceptorStats();
     const uint64_t depth = queue_.size();
     s.queue_depth.store(depth, std::memory_order_relaxed);
+    queued_.store(static_cast<int>(depth), std::memory_order_relaxed);
     if (depth > s.queue_high.load(std::memory_order_relaxed))
       s.queue_high.store(depth, std::memory_order_relaxed);
   }
@@ -405,12 +406,17 @@ class ThreadPoolModel final : public Model {
     bc.limits = &limits_;
     bc.draining = &draining_;
     bc.sleeper = sleepers_[static_cast<size_t>(index)].get();
-    const IdlePolicy park{.park = true, .listeners = {}};
+    const IdlePolicy park{.park = true,
+                          .listeners = {},
+                          .queued = &queued_,
+                          .idle_workers = &idle_workers_};
     for (;;) {
       BlockingConnection* c;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        idle_workers_.fetch_add(1, std::memory_order_relaxed);
         queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        idle_workers_.fetch_sub(1, std::memory_order_relaxed);
         if (queue_.empty()) return;  // stop_ and nothing left
         c = queue_.front();
         queue_.pop_front();
@@ -431,6 +437,13 @@ class ThreadPoolModel final : public Model {
         if (outcome == ConnectionOutcome::kParked) {
           returned_.push_back(c);
           wake = true;
+        } else if (outcome == ConnectionOutcome::kYield) {
+          // Its next request is buffered: back of the queue, behind the
+          // clients that were waiting (bounded by the open connections).
+          c->ready_us = NowMicros();
+          queue_.push_back(c);
+          UpdateQueueGauge();
+          queue_cv_.notify_one();
         }
         if (draining_.load() && queue_.empty() && active_ == 0)
           drained_cv_.notify_all();
@@ -460,7 +473,10 @@ class ThreadPoolModel final : public Model {
   bool stop_ = false;
   bool poller_drained_ = false;
   bool poller_drained_local_ = false;
-  size_t parked_busy_ = 0;  // parked connections Drain() must wait for
+  size_t parked_busy_ = 0;
+  std::atomic<int> queued_{0};        // queue_.size(), readable without mu_
+  std::atomic<int> idle_workers_{0};  // workers waiting on queue_cv_  // parked
+                                      // connections Drain() must wait for
 
   // Parked connections by expiry time (poller thread only).
   std::multimap<Clock::time_point, BlockingConnection*> parked_;
