@@ -21,6 +21,8 @@ constexpr size_t kFlushThreshold = 65536;
 // within microseconds under load; closing one it may be writing to turns a
 // POST into a 502.
 constexpr std::chrono::milliseconds kHandoffGrace{20};
+// threadpool: how long a connection may keep its worker while others queue.
+constexpr std::chrono::milliseconds kTurnSlice{10};
 
 int MillisUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -108,10 +110,13 @@ bool RunRequest(BlockingConnection& conn, const BlockingContext& ctx,
                        draining || close_after, conn.out, timing);
 }
 
-// True when more connections wait for a worker than there are idle workers to
-// take them (threadpool): then this worker should move on.
-bool Contended(const IdlePolicy& idle) {
+// True when this connection's turn is over (threadpool): it has had the worker
+// for kTurnSlice and more connections wait than there are idle workers. A
+// slice rather than one request per turn: handing every request back to the
+// poller cost up to 4x the throughput of fast requests.
+bool Contended(const BlockingConnection& conn, const IdlePolicy& idle) {
   return idle.queued && idle.idle_workers &&
+         Clock::now() - conn.turn_started >= kTurnSlice &&
          idle.queued->load(std::memory_order_relaxed) >
              idle.idle_workers->load(std::memory_order_relaxed);
 }
@@ -219,7 +224,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
         return finish(draining ? CloseReason::kDrain : CloseReason::kServer);
       }
       if (conn.out.size() >= kFlushThreshold) break;
-      if (Contended(idle) && !conn.in.empty()) {
+      if (Contended(conn, idle) && !conn.in.empty()) {
         if (!conn.out.empty() &&
             WriteAll(conn, limits, stats) != WriteResult::kOk) {
           conn.out.clear();
@@ -251,7 +256,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
           ctx.draining->load(std::memory_order_relaxed)) {
         return finish(CloseReason::kDrain);
       }
-      if (idle.park && Contended(idle)) {
+      if (idle.park && Contended(conn, idle)) {
         conn.in.Release();
         return ConnectionOutcome::kParked;  // its turn comes through the queue
       }

@@ -55,8 +55,9 @@ struct BlockingConnection {
   bool in_request = false;       // the deadline above is armed
   bool body_armed = false;       // the deadline is the body's (body_timeout)
   bool fresh = true;             // no request seen yet on this connection
-  uint64_t ready_us =
-      0;  // when it was accepted or handed to a worker (queue wait)
+  // When it was accepted or handed to a worker (for the queue-wait figure).
+  uint64_t ready_us = 0;
+  Clock::time_point turn_started{};  // when the current worker took it
   // Threadpool bookkeeping while parked in the poller: its entry in the
   // poller's expiry index, and whether the fd is already in the epoll set.
   std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
@@ -85,10 +86,10 @@ struct IdlePolicy {
   // up only when no sibling is free to take the waiting client.
   const StatsRegion* siblings = nullptr;
   size_t self_slot = 0;
-  // threadpool: connections waiting for a worker. While any wait, a worker
-  // serves one request per turn: the connection goes back to the poller (or to
-  // the back of the queue, if its next request is already buffered) so that
-  // waiting clients are served in arrival order.
+  // threadpool: connections waiting for a worker. While more wait than there
+  // are idle workers, a connection's turn ends after kTurnSlice: it goes back
+  // to the poller (or to the back of the queue, if its next request is already
+  // buffered) so that waiting clients are not starved by a busy keep-alive one.
   const std::atomic<int>* queued = nullptr;
   const std::atomic<int>* idle_workers = nullptr;  // workers waiting for work
 };

@@ -424,6 +424,7 @@ class ThreadPoolModel final : public Model {
         ++active_;
       }
       current_fd_[static_cast<size_t>(index)].store(c->fd);
+      c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, park);
       current_fd_[static_cast<size_t>(index)].store(-1);
       if (outcome == ConnectionOutcome::kClosed) {
