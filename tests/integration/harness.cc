@@ -284,21 +284,23 @@ bool Daemon::Signal(int sig) {
   return kill(pid_, sig) == 0;
 }
 
-std::optional<int> Daemon::WaitExit(Millis timeout) {
-  if (exit_status_) return exit_status_;
-  if (pid_ <= 0) return std::nullopt;
+std::optional<int> WaitChild(pid_t pid, Millis timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exit_status_ = status;
-      return exit_status_;
-    }
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
     if (r < 0 && errno != EINTR) return std::nullopt;  // not our child
     if (Clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(Millis(5));
   }
+}
+
+std::optional<int> Daemon::WaitExit(Millis timeout) {
+  if (exit_status_) return exit_status_;
+  if (pid_ <= 0) return std::nullopt;
+  exit_status_ = WaitChild(pid_, timeout);
+  return exit_status_;
 }
 
 std::string Daemon::Log() const { return ReadFile(log_path_); }

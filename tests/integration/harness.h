@@ -82,6 +82,10 @@ class Daemon {
 // stdout/stderr appended to `log_path`, default signal dispositions and
 // PR_SET_PDEATHSIG (a crashed test does not leak the process). Returns the pid,
 // or -1 with *error set.
+// Waits up to `timeout` for child `pid` to exit; returns its wait status, or
+// nullopt on timeout (or if it is not our child).
+std::optional<int> WaitChild(pid_t pid, Millis timeout);
+
 pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path,
                   std::string* error);
 

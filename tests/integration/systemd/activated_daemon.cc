@@ -27,7 +27,7 @@ namespace gearbox::testing {
 namespace {
 
 constexpr Millis kWrapperTimeout{
-    5000};                             // until systemd-socket-activate listens
+    5000};  // until systemd-socket-activate listens
 
 std::string Errno(const std::string& call) {
   return call + ": " + strerror(errno);
@@ -368,18 +368,8 @@ bool ActivatedDaemon::Signal(int sig) {
 std::optional<int> ActivatedDaemon::WaitExit(Millis timeout) {
   if (exit_status_) return exit_status_;
   if (pid_ <= 0) return std::nullopt;
-  const auto deadline = SteadyClock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exit_status_ = status;
-      return exit_status_;
-    }
-    if (r < 0 && errno != EINTR) return std::nullopt;
-    if (SteadyClock::now() >= deadline) return std::nullopt;
-    usleep(5000);
-  }
+  exit_status_ = WaitChild(pid_, timeout);
+  return exit_status_;
 }
 
 std::string ActivatedDaemon::Log() const { return ReadFile(log_path_); }
