@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -133,7 +134,7 @@ bool ListenerPending(const IdlePolicy& idle) {
 // scan of the shared slots; workers <= 1024, and only when a client waits.
 bool FreeSibling(const IdlePolicy& idle) {
   if (!idle.siblings) return false;
-  for (size_t i = 0; i < idle.siblings->size(); ++i) {
+  for (size_t i = 0; i < idle.sibling_count; ++i) {
     if (i == idle.self_slot) continue;
     const WorkerStats& s = idle.siblings->Slot(i);
     if (s.pid.load(std::memory_order_relaxed) != 0 &&
@@ -141,6 +142,16 @@ bool FreeSibling(const IdlePolicy& idle) {
       return true;
   }
   return false;
+}
+
+// A connection handed over from another process is parsed again from its
+// first buffered byte; replies the peer already got are produced again, and
+// dropped here.
+void DropReplayedReplies(BlockingConnection& conn, size_t out_before) {
+  if (conn.replayed_out == 0) return;
+  size_t drop = std::min(conn.replayed_out, conn.out.size() - out_before);
+  conn.out.erase(out_before, drop);
+  conn.replayed_out -= drop;
 }
 
 }  // namespace
@@ -191,13 +202,21 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
     return ConnectionOutcome::kClosed;
   };
   std::vector<pollfd> idle_fds;
+  const bool draining_now =
+      ctx.draining && ctx.draining->load(std::memory_order_relaxed);
+  const bool park_heads = idle.park_heads_after.count() > 0 && !draining_now;
   for (;;) {
     // 1. Serve every complete request already buffered (pipelining: responses
     //    are appended in request order and written together).
     for (;;) {
+      const size_t out_before = conn.out.size();
       ServerCodec::Result r =
           conn.codec->Parse(conn.in.view(), conn.request, conn.out);
-      if (r.status == ServerCodec::Status::kIncomplete) break;
+      DropReplayedReplies(conn, out_before);
+      if (r.status == ServerCodec::Status::kIncomplete) {
+        conn.unconsumed_replies += conn.out.size() - out_before;
+        break;
+      }
       if (r.status == ServerCodec::Status::kError) {
         Bump(stats.bad_input);
         if (r.error_status) stats.CountStatus(r.error_status);
@@ -218,6 +237,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
                             ListenerPending(idle) && !FreeSibling(idle);
       bool close = RunRequest(conn, ctx, hand_off);
       conn.in.Consume(r.consumed);
+      conn.unconsumed_replies = 0;
       if (close) {
         const bool draining =
             ctx.draining && ctx.draining->load(std::memory_order_relaxed);
@@ -294,6 +314,19 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
           Clock::now() + kHandoffGrace +
           std::chrono::milliseconds(5 * std::min<size_t>(idle.self_slot, 16));
       bool readable = false;
+      if (conn.fresh && park_heads) {
+        // A new client normally sends its head right after connecting; one
+        // that has not within the grace goes to the head guard, with the
+        // whole head due by header_timeout after accept.
+        if (!WaitFor(conn.fd, POLLIN,
+                     std::min(idle_deadline,
+                              Clock::now() + idle.park_heads_after))) {
+          conn.deadline = idle_deadline;
+          conn.in_request = true;
+          return ConnectionOutcome::kParked;
+        }
+        readable = true;
+      }
       while (!readable) {
         int n =
             poll(idle_fds.data(), idle_fds.size(), MillisUntil(idle_deadline));
@@ -351,9 +384,20 @@ ConnectionOutcome ServeBlocking(BlockingConnection& conn,
       // else.
       return ConnectionOutcome::kParked;
     }
-    if (!WaitFor(conn.fd, POLLIN,
-                 conn.in_request ? conn.deadline
-                                 : Clock::now() + limits.idle_timeout)) {
+    Clock::time_point wait_until =
+        conn.in_request ? conn.deadline : Clock::now() + limits.idle_timeout;
+    // prefork: a head still incomplete after the grace goes to the head guard
+    // (the deadline travels with it).
+    const bool may_park =
+        park_heads && conn.in_request && !conn.codec->InBody();
+    if (may_park) {
+      const Clock::time_point park_at =
+          conn.deadline - limits.header_timeout + idle.park_heads_after;
+      if (park_at < wait_until) wait_until = park_at;
+    }
+    if (!WaitFor(conn.fd, POLLIN, wait_until)) {
+      if (may_park && Clock::now() < conn.deadline)
+        return ConnectionOutcome::kParked;
       if (conn.in_request) {
         // 408 still makes sense: the client is mid-request and may read it.
         conn.codec->AppendError(408, {}, conn.out);

@@ -16,12 +16,20 @@
 #include "daemon/logging.h"
 #include "models/accept_util.h"
 #include "models/blocking_connection.h"
+#include "models/connection_handoff.h"
 #include "models/prefork_model.h"
 
 namespace gearbox {
 namespace {
 
 std::atomic<bool> g_draining{false};
+
+// How long a request head may take to arrive before the child parks the
+// connection with the master's head guard. Clients (nginx too) send the head
+// right after connecting, so this only catches slow ones; and it is what a
+// crowd of slowloris connections costs: 200 of them take 4 children ~250 ms
+// to sort out, instead of pinning them for header_timeout each.
+constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 void OnTerm(int) { g_draining.store(true); }
 
@@ -60,19 +68,40 @@ void SetUpSignals() {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
+// Hands a slow connection to the master's head guard. False when there is no
+// guard or the channel is full: then the child serves it itself.
+bool Park(BlockingConnection& conn, uint32_t listener,
+          const PreforkChildArgs& args, int park_fd) {
+  if (park_fd < 0 || conn.in.size() > args.handoff_capacity) return false;
+  HandoffHeader header;
+  header.listener = listener;
+  header.fresh = conn.fresh ? 1 : 0;
+  header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           conn.deadline.time_since_epoch())
+                           .count();
+  header.ready_us = conn.ready_us;
+  header.replayed_out = conn.unconsumed_replies;
+  if (SendConnection(park_fd, conn.fd, header, conn.in.view()) != 0)
+    return false;
+  close(conn.fd);  // the guard has its own copy; not a close for the stats
+  conn.fd = -1;
+  return true;
+}
+
 }  // namespace
 
 void RunPreforkChild(const PreforkChildArgs& args) {
   const ModelContext& ctx = *args.context;
   std::set<int> keep;
-  std::vector<pollfd> pfds;
   std::vector<int> listen_fds;
   for (const Listener& l : *ctx.listeners) {
     keep.insert(l.fd);
-    pfds.push_back({l.fd, POLLIN, 0});
     listen_fds.push_back(l.fd);
   }
-  keep.insert(args.ready_fd);
+  int park_fd = args.park_fd;
+  int unpark_fd = args.unpark_fd;
+  for (int fd : {args.ready_fd, park_fd, unpark_fd})
+    if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
   SetUpSignals();
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
@@ -86,10 +115,20 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   bc.limits = &ctx.config.limits;
   bc.draining = &g_draining;
   bc.sleeper = &sleeper;
-  const IdlePolicy idle{.park = false,
-                        .listeners = listen_fds,
-                        .siblings = ctx.stats.get(),
-                        .self_slot = static_cast<size_t>(args.slot)};
+  // A client waits for a child when a listener has a connection queued or
+  // the guard has a head ready: both make an idle keep-alive one give way.
+  std::vector<int> waiting_fds = listen_fds;
+  if (unpark_fd >= 0) waiting_fds.push_back(unpark_fd);
+  IdlePolicy idle{.park = false,
+                  .listeners = waiting_fds,
+                  .siblings = ctx.stats.get(),
+                  .sibling_count = static_cast<size_t>(args.workers),
+                  .self_slot = static_cast<size_t>(args.slot),
+                  .park_heads_after =
+                      park_fd >= 0 ? std::chrono::microseconds(kParkHeadsAfter)
+                                   : std::chrono::microseconds(0)};
+  IdlePolicy keep_it = idle;
+  keep_it.park_heads_after = {};
 
   if (args.ready_fd >= 0) {
     char byte = 1;
@@ -97,17 +136,77 @@ void RunPreforkChild(const PreforkChildArgs& args) {
     (void)n;
     close(args.ready_fd);
   }
-  int64_t served_connections = 0;
   uint64_t start_requests = stats.requests.load();
-  while (!g_draining.load()) {
-    // Several listeners (HTTP + FastCGI): poll, then accept whichever is ready.
-    // All children wait on the same sockets; the kernel hands each connection
-    // to one of them and the others get EAGAIN.
+  auto serve = [&](BlockingConnection& conn, uint32_t listener) {
+    stats.open_conns.store(1);
+    if (ServeBlocking(conn, bc, idle) == ConnectionOutcome::kParked &&
+        !Park(conn, listener, args, park_fd)) {
+      ServeBlocking(conn, bc, keep_it);  // closes the fd and counts why
+    }
+    conn.fd = -1;
+    stats.open_conns.store(0);
+    if (args.max_requests > 0 && stats.requests.load() - start_requests >=
+                                     static_cast<uint64_t>(args.max_requests)) {
+      _exit(kChildRecycled);
+    }
+  };
+
+  std::vector<pollfd> pfds;
+  bool accepting = true;
+  for (;;) {
+    if (accepting && g_draining.load()) {
+      accepting = false;
+      // No more parking: once every child has closed its copy of the park
+      // end, the guard knows none will come, finishes the heads it holds and
+      // then closes the unpark end, which is when draining children exit.
+      if (park_fd >= 0) close(park_fd);
+      park_fd = -1;
+    }
+    if (!accepting && unpark_fd < 0) break;
+    // Several listeners (HTTP + FastCGI) and the guard's channel: poll, then
+    // take whichever is ready. All children wait on the same sockets; the
+    // kernel hands each connection to one of them and the others get EAGAIN.
+    pfds.clear();
+    if (unpark_fd >= 0) pfds.push_back({unpark_fd, POLLIN, 0});
+    const size_t first_listener = pfds.size();
+    if (accepting)
+      for (int fd : listen_fds) pfds.push_back({fd, POLLIN, 0});
     int n = poll(pfds.data(), pfds.size(), 1000);
     if (n < 0) continue;  // EINTR: look at g_draining again
     if (getppid() == 1) break;
-    for (size_t i = 0; i < pfds.size() && !g_draining.load(); ++i) {
+    // Heads the guard completed first: those clients have waited longest.
+    if (unpark_fd >= 0 && pfds[0].revents) {
+      Buffer bytes;
+      HandoffHeader header;
+      int fd =
+          ReceiveConnection(unpark_fd, args.handoff_capacity, header, bytes);
+      if (fd == kHandoffEnd) {
+        close(unpark_fd);
+        unpark_fd = -1;
+        // Not draining: the guard is gone, so park nothing from now on.
+        idle.park_heads_after = {};
+        if (park_fd >= 0) close(park_fd);
+        park_fd = -1;
+      } else if (fd >= 0 && header.listener < listen_fds.size()) {
+        BlockingConnection conn(fd, (*ctx.listeners)[header.listener].protocol,
+                                ctx.config.limits);
+        conn.in.Append(bytes.view());
+        conn.fresh = header.fresh != 0;
+        conn.in_request = true;
+        conn.deadline =
+            Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                std::chrono::nanoseconds(header.deadline_ns)));
+        conn.ready_us = header.ready_us;
+        conn.replayed_out = header.replayed_out;
+        serve(conn, header.listener);
+      } else if (fd >= 0) {
+        close(fd);
+      }
+    }
+    for (size_t i = first_listener; i < pfds.size() && !g_draining.load();
+         ++i) {
       if (!(pfds[i].revents & POLLIN)) continue;
+      const size_t listener = i - first_listener;
       AcceptError error;
       int fd = AcceptConnection(pfds[i].fd, error);
       if (fd < 0) {
@@ -117,19 +216,10 @@ void RunPreforkChild(const PreforkChildArgs& args) {
         continue;
       }
       Bump(stats.accepted);
-      stats.open_conns.store(1);
-      BlockingConnection conn(fd, (*ctx.listeners)[i].protocol,
+      BlockingConnection conn(fd, (*ctx.listeners)[listener].protocol,
                               ctx.config.limits);
       conn.ready_us = NowMicros();
-      ServeBlocking(conn, bc, idle);  // closes the fd and counts why
-      conn.fd = -1;
-      stats.open_conns.store(0);
-      ++served_connections;
-      if (args.max_requests > 0 &&
-          stats.requests.load() - start_requests >=
-              static_cast<uint64_t>(args.max_requests)) {
-        _exit(kChildRecycled);
-      }
+      serve(conn, static_cast<uint32_t>(listener));
     }
   }
   _exit(kChildDrained);

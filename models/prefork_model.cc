@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon/logging.h"
+#include "models/head_guard.h"
 #include "models/prefork_child.h"
 
 namespace gearbox {
@@ -63,8 +64,9 @@ class PreforkModel final : public Model {
 
   std::string_view Name() const override { return "prefork"; }
 
+  // One slot per child, then the head guard's (the master's).
   size_t SlotsNeeded(const ModelConfig& config) const override {
-    return static_cast<size_t>(Workers(config));
+    return static_cast<size_t>(Workers(config)) + 1;
   }
 
   int TotalWorkers() const override { return Workers(ctx_.config); }
@@ -72,6 +74,16 @@ class PreforkModel final : public Model {
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     children_.resize(static_cast<size_t>(Workers(ctx.config)));
+    std::string guard_error;
+    guard_ = HeadGuard::Create(*ctx.listeners, ctx.config.limits,
+                               ctx.stats->Slot(children_.size()), &guard_error);
+    if (guard_ && !guard_->Start(&guard_error)) guard_.reset();
+    if (!guard_) {
+      // Still a working prefork, as Apache's: slow heads then pin a child
+      // each for up to header_timeout.
+      LogWarn("head_guard_off", "model=prefork gen={} error={}", ctx.generation,
+              LogQuote(guard_error));
+    }
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0)
       return Status::Error(std::string("pipe2: ") + strerror(errno));
@@ -93,8 +105,10 @@ class PreforkModel final : public Model {
     close(ready[0]);
     started_ = true;
     if (!ok) return Status::Error("prefork: no child became ready within 10 s");
-    LogInfo("model_started", "model=prefork gen={} workers={} max_requests={}",
-            ctx.generation, children_.size(), ctx.config.prefork.max_requests);
+    LogInfo("model_started",
+            "model=prefork gen={} workers={} max_requests={} head_guard={}",
+            ctx.generation, children_.size(), ctx.config.prefork.max_requests,
+            guard_ ? "on" : "off");
     return Status::Ok();
   }
 
@@ -125,6 +139,7 @@ class PreforkModel final : public Model {
     StopAcceptingLocked();
     started_ = false;
     if (Clock::now() >= deadline) {
+      if (guard_) guard_->Abort();
       for (Child& c : children_)
         if (c.pid > 0) kill(c.pid, SIGKILL);
     }
@@ -143,6 +158,7 @@ class PreforkModel final : public Model {
       }
       if (!alive) break;
       if (Clock::now() >= deadline) {
+        if (guard_) guard_->Abort();
         for (Child& c : children_) {
           if (c.pid <= 0) continue;
           LogWarn("child_killed",
@@ -156,6 +172,12 @@ class PreforkModel final : public Model {
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       lock.lock();
+    }
+    if (guard_) {
+      // The children are gone; the guard has finished (it is what let them
+      // exit), or anything it still holds has nobody left to serve it.
+      guard_->Abort();
+      guard_->Join();
     }
     LogInfo("model_drained",
             "model=prefork gen={} spawned={} exited={} recycled={}",
@@ -175,6 +197,7 @@ class PreforkModel final : public Model {
     draining_ = true;
     for (Child& c : children_)
       if (c.pid > 0) kill(c.pid, SIGTERM);
+    if (guard_) guard_->FinishAfterChildren();
   }
 
   // Caller holds mu_.
@@ -198,6 +221,12 @@ class PreforkModel final : public Model {
       args.slot = static_cast<int>(index);
       args.max_requests = max_requests;
       args.ready_fd = ready_fd;
+      args.workers = static_cast<int>(children_.size());
+      if (guard_) {
+        args.park_fd = guard_->park_fd();
+        args.unpark_fd = guard_->unpark_fd();
+        args.handoff_capacity = guard_->capacity();
+      }
       RunPreforkChild(args);
     }
     children_[index].pid = pid;
@@ -251,6 +280,7 @@ class PreforkModel final : public Model {
   ModelContext ctx_;
   std::mutex mu_;
   std::vector<Child> children_;
+  std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
   std::deque<Clock::time_point> deaths_;
   Clock::duration backoff_{};
   bool started_ = false;
