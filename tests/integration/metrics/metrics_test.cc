@@ -53,9 +53,10 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
   ASSERT_NO_FATAL_FAILURE(SyncToStatsLine(Millis(400)));
   const size_t before_load = Stats().size();
   const auto t0 = Clock::now();
-  LoadResult load =
-      KeepAliveLoad(port(), kClients, kPerClient, "/sleep?ms=20", "waited 20 ms\n");
-  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  LoadResult load = KeepAliveLoad(port(), kClients, kPerClient, "/sleep?ms=20",
+                                  "waited 20 ms\n");
+  const double load_s =
+      std::chrono::duration<double>(Clock::now() - t0).count();
   const size_t after_load = Stats().size();
   // Two more lines: the first is written after the last response (all counted,
   // nothing in flight), the second is a whole idle interval.
@@ -92,8 +93,8 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
   EXPECT_EQ(IntOr(last, "inflight"), 0) << last.raw;
   EXPECT_EQ(IntOr(last, "busy"), 0) << last.raw;
   EXPECT_EQ(IntOr(last, "queue"), 0) << last.raw;
-  EXPECT_EQ(IntOr(last, "conns"), 0) << "the clients closed every connection: "
-                                     << last.raw;
+  EXPECT_EQ(IntOr(last, "conns"), 0)
+      << "the clients closed every connection: " << last.raw;
   EXPECT_GT(IntOr(last, "bytes_in"), 0) << last.raw;
   EXPECT_GT(IntOr(last, "bytes_out"), 0) << last.raw;
   EXPECT_EQ(NumOr(last, "rps"), 0.0) << "an idle interval: " << last.raw;
@@ -114,7 +115,8 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
       EXPECT_GE(NumOr(l, "max_ms"), p50) << l.raw;
       EXPECT_GT(NumOr(l, "rps"), 0.0) << l.raw;
     } else {
-      EXPECT_EQ(NumOr(l, "p50_ms"), 0.0) << "an idle interval has no p50: " << l.raw;
+      EXPECT_EQ(NumOr(l, "p50_ms"), 0.0)
+          << "an idle interval has no p50: " << l.raw;
     }
     prev = req;
   }
@@ -124,9 +126,11 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
   int64_t busy_during = 0;
   for (size_t i = before_load; i < after_load; ++i)
     busy_during = std::max(busy_during, IntOr(stats[i], "busy"));
-  EXPECT_GT(busy_during, 0) << "no stats line during the load saw a busy worker";
+  EXPECT_GT(busy_during, 0)
+      << "no stats line during the load saw a busy worker";
   EXPECT_EQ(IntOr(stats[after_load], "busy"), 0) << stats[after_load].raw;
-  EXPECT_EQ(IntOr(stats[after_load], "requests"), kSent) << stats[after_load].raw;
+  EXPECT_EQ(IntOr(stats[after_load], "requests"), kSent)
+      << stats[after_load].raw;
 
   // /status (taken only now) agrees; it counts itself after rendering, so the
   // OpenMetrics scrape that follows sees exactly one more.
@@ -141,11 +145,14 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
   EXPECT_EQ(model->text, ModelUnderTest());
   const std::string om = OpenMetrics();
   printf("openmetrics:\n%s", om.c_str());
-  std::optional<double> total = OpenMetricsSample(om, "gearbox_requests_total{");
+  std::optional<double> total =
+      OpenMetricsSample(om, "gearbox_requests_total{");
   ASSERT_TRUE(total.has_value()) << om;
-  EXPECT_EQ(*total, kSent + 1) << "500 loads + the /status JSON request\n" << om;
-  std::optional<double> two = OpenMetricsSample(
-      om, "gearbox_responses_total{model=\"" + ModelUnderTest() + "\",class=\"2xx\"}");
+  EXPECT_EQ(*total, kSent + 1) << "500 loads + the /status JSON request\n"
+                               << om;
+  std::optional<double> two =
+      OpenMetricsSample(om, "gearbox_responses_total{model=\"" +
+                                ModelUnderTest() + "\",class=\"2xx\"}");
   ASSERT_TRUE(two.has_value()) << om;
   EXPECT_EQ(*two, kSent + 1) << om;
   std::optional<double> count =
@@ -165,7 +172,8 @@ TEST_F(MetricsTest, KnownLoadIsCountedExactly) {
     std::string line = text.body.substr(pos, eol - pos);
     pos = eol + 1;
     size_t colon = line.find(": ");
-    if (colon != std::string::npos) fields[line.substr(0, colon)] = line.substr(colon + 2);
+    if (colon != std::string::npos)
+      fields[line.substr(0, colon)] = line.substr(colon + 2);
   }
   printf("GET /status?format=text ->\n%s", text.body.c_str());
   EXPECT_EQ(fields["model"], ModelUnderTest()) << text.body;
@@ -199,13 +207,15 @@ TEST_F(MetricsTest, BusyWhileARequestIsInFlight) {
   ASSERT_EQ(rb.error, "");
   ASSERT_EQ(rb.status, 200) << rb.raw;
   printf("model=%s lines while only B (900 ms) was in flight: %zu..%zu\n%s",
-         ModelUnderTest().c_str(), from, stats.size(), StatsTable(stats).c_str());
-  ASSERT_GE(stats.size(), from + 2) << "interval 100ms: expected >= 2 lines in 400 ms";
+         ModelUnderTest().c_str(), from, stats.size(),
+         StatsTable(stats).c_str());
+  ASSERT_GE(stats.size(), from + 2)
+      << "interval 100ms: expected >= 2 lines in 400 ms";
   for (size_t i = from; i < stats.size(); ++i) {
     const LogLine& l = stats[i];
     EXPECT_EQ(IntOr(l, "inflight"), 1) << "B is in flight: " << l.raw;
-    EXPECT_GE(IntOr(l, "busy"), 1) << "a worker holds B (inflight=1), yet busy=0: "
-                                   << l.raw;
+    EXPECT_GE(IntOr(l, "busy"), 1)
+        << "a worker holds B (inflight=1), yet busy=0: " << l.raw;
     EXPECT_EQ(IntOr(l, "requests"), 1) << "A is counted, B not yet: " << l.raw;
   }
 }
@@ -261,15 +271,16 @@ TEST_F(MetricsTest, ThreadpoolRejectionsAreCountedExactly) {
     } else if (r.status == 503) {
       ++n503;
       if (r.Header("Retry-After").empty())
-        problems += "client " + std::to_string(i) + ": 503 without Retry-After: " +
-                    r.raw + "\n";
+        problems += "client " + std::to_string(i) +
+                    ": 503 without Retry-After: " + r.raw + "\n";
     } else {
       ++other;
       problems += "client " + std::to_string(i) + ": " + r.raw + "\n";
     }
   }
   printf("model=%s clients=%d 200=%d 503=%d other=%d\n%s",
-         ModelUnderTest().c_str(), kClients, n200, n503, other, problems.c_str());
+         ModelUnderTest().c_str(), kClients, n200, n503, other,
+         problems.c_str());
   printf("stats lines: %zu before the load, %zu at its end\n%s", before_load,
          after_load, StatsTable(stats).c_str());
 
@@ -326,14 +337,15 @@ TEST_F(MetricsTest, PreforkTotalsSurviveRecycling) {
   for (int t = 0; t < kClients; ++t) {
     clients.emplace_back([&] {
       for (int i = 0; i < kPerClient; ++i) {
-        HttpResponse r =
-            Exchange(p, GetRequest("/hello", "Connection: close\r\n"), Millis(5000));
+        HttpResponse r = Exchange(
+            p, GetRequest("/hello", "Connection: close\r\n"), Millis(5000));
         if (r.error.empty() && r.status == 200 && r.body == "hello world\n") {
           ok.fetch_add(1);
         } else {
           std::lock_guard<std::mutex> lock(mu);
           if (failures.size() < 1000)
-            failures += "status " + std::to_string(r.status) + " error " + r.error + "\n";
+            failures += "status " + std::to_string(r.status) + " error " +
+                        r.error + "\n";
         }
       }
     });
@@ -345,12 +357,12 @@ TEST_F(MetricsTest, PreforkTotalsSurviveRecycling) {
   std::vector<LogLine> died = Lines("child_died");
 
   printf("model=%s sent=%d ok=%d child_recycled=%zu child_died=%zu\n%s",
-         ModelUnderTest().c_str(), kSent, ok.load(), recycled.size(), died.size(),
-         StatsTable(stats).c_str());
+         ModelUnderTest().c_str(), kSent, ok.load(), recycled.size(),
+         died.size(), StatsTable(stats).c_str());
 
   ASSERT_EQ(ok.load(), kSent) << failures;
-  // Each child exits after 20..22 requests (+10% jitter): with 200 requests over
-  // two slots that is at least floor(200/22) - 2 + 1 = 6 recycles.
+  // Each child exits after 20..22 requests (+10% jitter): with 200 requests
+  // over two slots that is at least floor(200/22) - 2 + 1 = 6 recycles.
   EXPECT_GE(recycled.size(), 6u);
   EXPECT_EQ(died.size(), 0u);
   std::set<int64_t> recycled_pids;
@@ -376,13 +388,17 @@ TEST_F(MetricsTest, PreforkTotalsSurviveRecycling) {
   const JsonValue* workers = status->Find("workers");
   ASSERT_NE(workers, nullptr) << "?full must add per-worker rows";
   ASSERT_EQ(workers->type, JsonValue::Type::kArray);
-  ASSERT_EQ(workers->array.size(), 2u);
+  // Two children, then the master's head guard (slow request heads).
+  ASSERT_EQ(workers->array.size(), 3u);
+  EXPECT_EQ(JsonInt(workers->array.back(), "pid"), daemon_->pid())
+      << "the last row is the master's head guard";
   int64_t row_sum = 0;
   int busy_rows = 0;
   for (const JsonValue& row : workers->array) {
     const int64_t pid = JsonInt(row, "pid");
     EXPECT_GT(pid, 0);
-    EXPECT_EQ(recycled_pids.count(pid), 0u) << "a row shows a recycled child " << pid;
+    EXPECT_EQ(recycled_pids.count(pid), 0u)
+        << "a row shows a recycled child " << pid;
     const JsonValue* state = row.Find("state");
     ASSERT_NE(state, nullptr);
     if (state->text == "busy") {

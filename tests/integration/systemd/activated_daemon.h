@@ -130,10 +130,10 @@ const std::string& SocketDirectory();
 
 // What a process holds, read from /proc.
 struct ProcCounts {
-  int threads = -1;   // /proc/PID/task entries
-  int fds = -1;       // /proc/PID/fd entries
-  int children = -1;  // processes whose ppid is PID (zombies included)
-  int zombies = -1;   // of those, in state Z
+  int threads = -1;     // /proc/PID/task entries
+  int fds = -1;         // /proc/PID/fd entries
+  int children = -1;    // processes whose ppid is PID (zombies included)
+  int zombies = -1;     // of those, in state Z
   std::string fd_list;  // "0 -> /dev/null\n3 -> socket:[123]\n..."
   std::string ToString() const;
   bool SameAs(const ProcCounts& o) const {

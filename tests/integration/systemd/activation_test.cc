@@ -23,7 +23,8 @@ namespace {
 
 using Failure = UnixResponse::Failure;
 
-// --- socket activation + notify ------------------------------------------------
+// --- socket activation + notify
+// ------------------------------------------------
 
 TEST_F(SystemdTest, ReadyComesOnlyOnceServingWithMainPid) {
   ASSERT_NO_FATAL_FAILURE(Launch(Options(ModelUnderTest()), &daemon_));
@@ -34,27 +35,35 @@ TEST_F(SystemdTest, ReadyComesOnlyOnceServingWithMainPid) {
 
   // The activating request waits in the socket's backlog while gearboxd starts.
   UnixResponse first;
-  std::thread activator([&] { first = UnixExchange(d.socket_path(), "/hello", Millis(15000)); });
+  std::thread activator(
+      [&] { first = UnixExchange(d.socket_path(), "/hello", Millis(15000)); });
   auto ready = d.notify().WaitFor(0, IsReady, kReadyTimeout);
   const auto ready_seen = SteadyClock::now();
   // Right after READY=1: a brand-new connection must be served at once.
-  UnixResponse right_after = UnixExchange(d.socket_path(), "/hello", Millis(2000));
+  UnixResponse right_after =
+      UnixExchange(d.socket_path(), "/hello", Millis(2000));
   const auto served = SteadyClock::now();
   const std::string log_at_ready = d.Log();
   activator.join();
   ASSERT_TRUE(ready) << "no READY=1 within 10 s";
-  EXPECT_TRUE(Good(right_after)) << "request right after READY=1: " << Describe(right_after);
+  EXPECT_TRUE(Good(right_after))
+      << "request right after READY=1: " << Describe(right_after);
   EXPECT_EQ(right_after.body, "hello world\n");
   EXPECT_TRUE(Good(first)) << "activating request: " << Describe(first);
   EXPECT_EQ(ready->Field("MAINPID").value_or(""), std::to_string(d.pid()))
       << "MAINPID must be gearboxd itself (systemd-socket-activate exec()s it)";
-  EXPECT_NE(ready->Field("STATUS").value_or("").find(ModelUnderTest()), std::string::npos)
+  EXPECT_NE(ready->Field("STATUS").value_or("").find(ModelUnderTest()),
+            std::string::npos)
       << ready->text;
   // The listener came from systemd, matched by its name.
-  EXPECT_NE(log_at_ready.find("event=listening name=http"), std::string::npos) << log_at_ready;
-  EXPECT_NE(log_at_ready.find("systemd=true"), std::string::npos) << log_at_ready;
-  EXPECT_NE(log_at_ready.find("event=generation_started gen=1"), std::string::npos)
-      << "READY=1 before the generation started:\n" << log_at_ready;
+  EXPECT_NE(log_at_ready.find("event=listening name=http"), std::string::npos)
+      << log_at_ready;
+  EXPECT_NE(log_at_ready.find("systemd=true"), std::string::npos)
+      << log_at_ready;
+  EXPECT_NE(log_at_ready.find("event=generation_started gen=1"),
+            std::string::npos)
+      << "READY=1 before the generation started:\n"
+      << log_at_ready;
   // Only one READY=1 for a start.
   const auto messages = d.notify().Messages();
   EXPECT_EQ(std::count_if(messages.begin(), messages.end(), IsReady), 1)
@@ -102,10 +111,12 @@ TEST_F(SystemdTest, StatusEveryMetricsInterval) {
                        << d.notify().Dump();
   std::string gap_text;
   for (int64_t g : gaps) gap_text += std::to_string(g) + " ";
-  printf("[figures] model=%s %d requests, %zu STATUS= in 1.6 s, gaps ms: %s(median %lld)\n"
-         "[figures] last STATUS=%s\n",
-         ModelUnderTest().c_str(), served, periodic.size(), gap_text.c_str(),
-         static_cast<long long>(median), periodic.back().Field("STATUS")->c_str());
+  printf(
+      "[figures] model=%s %d requests, %zu STATUS= in 1.6 s, gaps ms: "
+      "%s(median %lld)\n"
+      "[figures] last STATUS=%s\n",
+      ModelUnderTest().c_str(), served, periodic.size(), gap_text.c_str(),
+      static_cast<long long>(median), periodic.back().Field("STATUS")->c_str());
 }
 
 TEST_F(SystemdTest, ReloadSendsReloadingWithMonotonicUsecThenReady) {
@@ -113,7 +124,8 @@ TEST_F(SystemdTest, ReloadSendsReloadingWithMonotonicUsecThenReady) {
   ActivatedDaemon& d = *daemon_;
   ASSERT_NO_FATAL_FAILURE(Activate(d));
   const std::string next = NextModel(ModelUnderTest(), 1);
-  ASSERT_TRUE(d.WriteConfig(RenderActivatedConfig(Options(next), d.socket_path())));
+  ASSERT_TRUE(
+      d.WriteConfig(RenderActivatedConfig(Options(next), d.socket_path())));
   const size_t from = d.notify().Count();
   const uint64_t before_usec = MonotonicUsec();
   const auto t0 = SteadyClock::now();
@@ -123,13 +135,15 @@ TEST_F(SystemdTest, ReloadSendsReloadingWithMonotonicUsecThenReady) {
   ASSERT_TRUE(reloading) << d.notify().Dump();
   const uint64_t after_usec = MonotonicUsec();
   auto usec = reloading->Field("MONOTONIC_USEC");
-  ASSERT_TRUE(usec) << "RELOADING=1 without MONOTONIC_USEC: " << reloading->text;
+  ASSERT_TRUE(usec) << "RELOADING=1 without MONOTONIC_USEC: "
+                    << reloading->text;
   const uint64_t v = strtoull(usec->c_str(), nullptr, 10);
   EXPECT_GE(v, before_usec) << "MONOTONIC_USEC is not CLOCK_MONOTONIC now";
   EXPECT_LE(v, after_usec) << "MONOTONIC_USEC is not CLOCK_MONOTONIC now";
   // No READY=1 between SIGHUP and RELOADING=1; READY=1 follows it.
   auto all = d.notify().Messages();
-  for (size_t i = from; i < at; ++i) EXPECT_FALSE(IsReady(all[i])) << all[i].text;
+  for (size_t i = from; i < at; ++i)
+    EXPECT_FALSE(IsReady(all[i])) << all[i].text;
   auto ready = d.notify().WaitFor(at + 1, IsReady, kReadyTimeout);
   ASSERT_TRUE(ready) << d.notify().Dump();
   const std::string status = ready->Field("STATUS").value_or("");
@@ -138,9 +152,11 @@ TEST_F(SystemdTest, ReloadSendsReloadingWithMonotonicUsecThenReady) {
   StatusDoc s = StatusOfGeneration(d, 2);
   EXPECT_EQ(s.model, next);
   EXPECT_EQ(s.generation, 2);
-  printf("[figures] model=%s -> %s: SIGHUP->RELOADING=1 %.1f ms, SIGHUP->READY=1 %.1f ms\n",
-         ModelUnderTest().c_str(), next.c_str(), MsF(reloading->at - t0),
-         MsF(ready->at - t0));
+  printf(
+      "[figures] model=%s -> %s: SIGHUP->RELOADING=1 %.1f ms, SIGHUP->READY=1 "
+      "%.1f ms\n",
+      ModelUnderTest().c_str(), next.c_str(), MsF(reloading->at - t0),
+      MsF(ready->at - t0));
 }
 
 TEST_F(SystemdTest, SigtermSendsStoppingAndExitsZero) {
@@ -156,9 +172,10 @@ TEST_F(SystemdTest, SigtermSendsStoppingAndExitsZero) {
   ASSERT_TRUE(status) << "gearboxd did not exit within 10 s of SIGTERM";
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeWaitStatus(*status);
-  printf("[figures] model=%s SIGTERM->STOPPING=1 %lld ms, SIGTERM->exit %lld ms\n",
-         ModelUnderTest().c_str(), static_cast<long long>(Ms(stopping->at - t0)),
-         static_cast<long long>(Ms(SteadyClock::now() - t0)));
+  printf(
+      "[figures] model=%s SIGTERM->STOPPING=1 %lld ms, SIGTERM->exit %lld ms\n",
+      ModelUnderTest().c_str(), static_cast<long long>(Ms(stopping->at - t0)),
+      static_cast<long long>(Ms(SteadyClock::now() - t0)));
 }
 
 TEST_F(SystemdTest, PassedSocketWithoutListenEntryIsAStartupError) {
@@ -172,17 +189,18 @@ TEST_F(SystemdTest, PassedSocketWithoutListenEntryIsAStartupError) {
   ASSERT_TRUE(status) << "gearboxd kept running with an unmatched socket";
   EXPECT_FALSE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeWaitStatus(*status);
-  EXPECT_TRUE(WIFEXITED(*status)) << "crashed instead of exiting: "
-                                  << DescribeWaitStatus(*status);
+  EXPECT_TRUE(WIFEXITED(*status))
+      << "crashed instead of exiting: " << DescribeWaitStatus(*status);
   const std::string log = d.Log();
   // logfmt escapes the quotes: named \"bogus\"
   EXPECT_NE(log.find("named \\\"bogus\\\""), std::string::npos)
-      << "the log must name the socket:\n" << log;
+      << "the log must name the socket:\n"
+      << log;
   EXPECT_NE(log.find("[[listen]]"), std::string::npos) << log;
   for (const auto& m : d.notify().Messages())
     EXPECT_FALSE(IsReady(m)) << "READY=1 despite the startup error: " << m.text;
-  printf("[figures] model=%s unmatched socket: %s; log: %s", ModelUnderTest().c_str(),
-         DescribeWaitStatus(*status).c_str(),
+  printf("[figures] model=%s unmatched socket: %s; log: %s",
+         ModelUnderTest().c_str(), DescribeWaitStatus(*status).c_str(),
          log.substr(log.find("event=listen_failed") == std::string::npos
                         ? 0
                         : log.find("event=listen_failed"))
@@ -194,8 +212,8 @@ TEST_F(SystemdTest, PassedSocketWithoutListenEntryIsAStartupError) {
 // binds the ones systemd did not pass."
 TEST_F(SystemdTest, ListenEntryNotPassedBySystemdIsBoundByGearboxd) {
   ActivatedOptions o = Options(ModelUnderTest());
-  const std::string extra =
-      SocketDirectory() + "/extra-" + std::to_string(getpid() % 100000) + ".sock";
+  const std::string extra = SocketDirectory() + "/extra-" +
+                            std::to_string(getpid() % 100000) + ".sock";
   o.sections = "[[listen]]\naddress = \"unix:" + extra +
                "\"\nprotocol = \"http\"\nname = \"extra\"\n\n" + Sections();
   ASSERT_NO_FATAL_FAILURE(Launch(o, &daemon_));
@@ -203,14 +221,18 @@ TEST_F(SystemdTest, ListenEntryNotPassedBySystemdIsBoundByGearboxd) {
   ASSERT_NO_FATAL_FAILURE(Activate(d));
   UnixResponse r = UnixExchange(extra, "/hello", Millis(2000));
   const std::string log = d.Log();
-  EXPECT_TRUE(Good(r)) << "[[listen]] name=extra (not passed by systemd) is not served: "
-                       << Describe(r) << "\n" << log;
+  EXPECT_TRUE(Good(r))
+      << "[[listen]] name=extra (not passed by systemd) is not served: "
+      << Describe(r) << "\n"
+      << log;
   unlink(extra.c_str());
-  printf("[figures] model=%s unpassed [[listen]] %s: %s\n", ModelUnderTest().c_str(),
-         extra.c_str(), Good(r) ? "served" : Describe(r).c_str());
+  printf("[figures] model=%s unpassed [[listen]] %s: %s\n",
+         ModelUnderTest().c_str(), extra.c_str(),
+         Good(r) ? "served" : Describe(r).c_str());
 }
 
-// --- SIGTERM drains (socket-activated) ---------------------------------------------
+// --- SIGTERM drains (socket-activated)
+// ---------------------------------------------
 
 TEST_F(SystemdTest, SigtermDrainsInFlightRequestSocketActivated) {
   ASSERT_NO_FATAL_FAILURE(Launch(Options(ModelUnderTest()), &daemon_));
@@ -234,18 +256,22 @@ TEST_F(SystemdTest, SigtermDrainsInFlightRequestSocketActivated) {
   client.join();
   const auto answered = SteadyClock::now();
   auto status = d.WaitExit(Millis(10000));
-  EXPECT_TRUE(Good(slow)) << "in-flight request during SIGTERM: " << Describe(slow);
+  EXPECT_TRUE(Good(slow)) << "in-flight request during SIGTERM: "
+                          << Describe(slow);
   EXPECT_EQ(slow.body, "waited 500 ms\n");
   ASSERT_TRUE(status) << "no exit within 10 s of SIGTERM";
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeWaitStatus(*status);
-  EXPECT_TRUE(d.notify().WaitFor(from, IsStopping, Millis(0))) << d.notify().Dump();
-  printf("[figures] model=%s in-flight /sleep?ms=500 answered %lld ms after sending "
-         "(%lld ms after SIGTERM); exit %lld ms after SIGTERM: %s\n",
-         ModelUnderTest().c_str(), static_cast<long long>(Ms(answered - sent)),
-         static_cast<long long>(Ms(answered - term)),
-         static_cast<long long>(Ms(SteadyClock::now() - term)),
-         DescribeWaitStatus(*status).c_str());
+  EXPECT_TRUE(d.notify().WaitFor(from, IsStopping, Millis(0)))
+      << d.notify().Dump();
+  printf(
+      "[figures] model=%s in-flight /sleep?ms=500 answered %lld ms after "
+      "sending "
+      "(%lld ms after SIGTERM); exit %lld ms after SIGTERM: %s\n",
+      ModelUnderTest().c_str(), static_cast<long long>(Ms(answered - sent)),
+      static_cast<long long>(Ms(answered - term)),
+      static_cast<long long>(Ms(SteadyClock::now() - term)),
+      DescribeWaitStatus(*status).c_str());
 }
 
 }  // namespace

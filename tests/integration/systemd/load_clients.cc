@@ -21,14 +21,15 @@ std::string Target(int i) { return i % 4 == 3 ? "/sleep?ms=20" : "/hello"; }
 void FreshClient(const std::string& path, int id, const LoadLimits& lim,
                  LoadResult& out, SteadyClock::time_point t0) {
   const auto end = SteadyClock::now() + lim.max_time;
-  for (int i = 0; i < lim.max_requests && !lim.stop->load() &&
-                  SteadyClock::now() < end;
+  for (int i = 0;
+       i < lim.max_requests && !lim.stop->load() && SteadyClock::now() < end;
        ++i) {
     UnixResponse r = UnixExchange(path, Target(i), kIo);
     if (Good(r)) {
       out.ok.fetch_add(1);
     } else {
-      out.Fail(t0, "fresh#" + std::to_string(id) + " " + Target(i), Describe(r));
+      out.Fail(t0, "fresh#" + std::to_string(id) + " " + Target(i),
+               Describe(r));
     }
     std::this_thread::sleep_for(lim.pause);
   }
@@ -42,8 +43,8 @@ void KeepAliveClient(const std::string& path, int id, const LoadLimits& lim,
   const auto end = SteadyClock::now() + lim.max_time;
   UnixConnection conn;
   const std::string who = "keepalive#" + std::to_string(id);
-  for (int i = 0; i < lim.max_requests && !lim.stop->load() &&
-                  SteadyClock::now() < end;
+  for (int i = 0;
+       i < lim.max_requests && !lim.stop->load() && SteadyClock::now() < end;
        ++i) {
     const std::string request = UnixGet(Target(i));
     if (!conn.ok()) {
@@ -61,8 +62,9 @@ void KeepAliveClient(const std::string& path, int id, const LoadLimits& lim,
       out.retried.fetch_add(1);
       conn = UnixConnection::Open(path, kIo);
       out.reconnects.fetch_add(1);
-      r = conn.ok() ? conn.RoundTrip(request, kIo)
-                    : UnixResponse{Failure::kConnect, "connect: " + conn.error()};
+      r = conn.ok()
+              ? conn.RoundTrip(request, kIo)
+              : UnixResponse{Failure::kConnect, "connect: " + conn.error()};
       if (!Good(r)) {
         out.Fail(t0, who + " " + Target(i), "retry failed: " + Describe(r));
         conn.Close();
@@ -73,8 +75,8 @@ void KeepAliveClient(const std::string& path, int id, const LoadLimits& lim,
       out.ok.fetch_add(1);
     } else {
       out.Fail(t0, who + " " + Target(i),
-               std::string(reused ? "reused" : "fresh") + " connection: " +
-                   Describe(r));
+               std::string(reused ? "reused" : "fresh") +
+                   " connection: " + Describe(r));
       conn.Close();
     }
     std::this_thread::sleep_for(lim.pause);

@@ -20,7 +20,8 @@ using SteadyClock = std::chrono::steady_clock;
 struct LoadResult {
   std::atomic<int> ok{0};
   std::atomic<int> failed{0};
-  std::atomic<int> retried{0};     // keep-alive: reused connection closed while idle
+  std::atomic<int> retried{
+      0};  // keep-alive: reused connection closed while idle
   std::atomic<int> reconnects{0};  // keep-alive: new connections opened
 
   // Counts a failure and keeps the first 20, stamped with the time since `t0`

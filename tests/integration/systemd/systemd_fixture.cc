@@ -19,7 +19,8 @@ namespace {
 // The models in registry order; reloads walk this ring from the model under
 // test.
 const std::vector<std::string>& Ring() {
-  static const std::vector<std::string> ring = {"prefork", "threadpool", "async"};
+  static const std::vector<std::string> ring = {"prefork", "threadpool",
+                                                "async"};
   return ring;
 }
 
@@ -58,7 +59,8 @@ ActivatedOptions Options(const std::string& model) {
 }
 
 std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return "exited with " + std::to_string(WEXITSTATUS(status));
+  if (WIFEXITED(status))
+    return "exited with " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status))
     return "killed by signal " + std::to_string(WTERMSIG(status));
   return "wait status " + std::to_string(status);
@@ -73,7 +75,9 @@ uint64_t MonotonicUsec() {
 
 int64_t Ms(SteadyClock::duration d) { return duration_cast<Millis>(d).count(); }
 double MsF(SteadyClock::duration d) {
-  return static_cast<double>(duration_cast<std::chrono::microseconds>(d).count()) / 1000.0;
+  return static_cast<double>(
+             duration_cast<std::chrono::microseconds>(d).count()) /
+         1000.0;
 }
 
 StatusDoc ParseStatus(const std::string& body) {

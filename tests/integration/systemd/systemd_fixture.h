@@ -22,7 +22,8 @@ inline constexpr Millis kIo{5000};
 inline constexpr Millis kReadyTimeout{10000};
 inline constexpr Millis kMetricsInterval{200};  // the loader's minimum is 100ms
 
-// The model the daemon starts with (--model=NAME from BUILD, or $GEARBOX_MODEL).
+// The model the daemon starts with (--model=NAME from BUILD, or
+// $GEARBOX_MODEL).
 const std::string& ModelUnderTest();
 void SetModelUnderTest(const std::string& model);  // main() does
 // The model `steps` after `model` in registry order (prefork, threadpool,
@@ -49,10 +50,12 @@ StatusDoc ParseStatus(const std::string& body);
 bool IsReady(const NotifyMessage& m);
 bool IsReloading(const NotifyMessage& m);
 bool IsStopping(const NotifyMessage& m);
-// A periodic figures line (not the STATUS= that comes with READY/RELOADING/...).
+// A periodic figures line (not the STATUS= that comes with
+// READY/RELOADING/...).
 bool IsPeriodicStatus(const NotifyMessage& m);
 
-// Polls /proc until `pid` holds exactly `want` (bounded); returns the last reading.
+// Polls /proc until `pid` holds exactly `want` (bounded); returns the last
+// reading.
 ProcCounts SettleTo(pid_t pid, const ProcCounts& want, Millis timeout);
 // A reading that stayed the same for `quiet` (the daemon is idle), bounded.
 ProcCounts Steady(pid_t pid, Millis quiet, Millis timeout);
@@ -117,8 +120,9 @@ class SystemdTest : public ::testing::Test {
   // SIGHUP after rewriting the config to `model`; waits for RELOADING=1 then
   // READY=1. Returns the milliseconds from the signal to READY=1 (or -1).
   double Reload(ActivatedDaemon& d, const std::string& model,
-                 std::string* ready_status = nullptr) {
-    EXPECT_TRUE(d.WriteConfig(RenderActivatedConfig(Options(model), d.socket_path())));
+                std::string* ready_status = nullptr) {
+    EXPECT_TRUE(
+        d.WriteConfig(RenderActivatedConfig(Options(model), d.socket_path())));
     const size_t from = d.notify().Count();
     const auto t0 = SteadyClock::now();
     EXPECT_TRUE(d.Signal(SIGHUP));

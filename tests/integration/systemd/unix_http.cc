@@ -36,7 +36,8 @@ int MillisLeft(Clock::time_point deadline) {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  for (char& c : out)
+    c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -99,6 +100,15 @@ UnixConnection UnixConnection::Open(const std::string& path, Millis timeout) {
   return c;
 }
 
+bool UnixConnection::SendPart(std::string_view bytes) {
+  if (fd_ < 0) return false;
+  // A short head on a fresh socket: the send buffer always takes it at once.
+  ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  if (n == static_cast<ssize_t>(bytes.size())) return true;
+  error_ = Errno("send");
+  return false;
+}
+
 UnixResponse UnixConnection::RoundTrip(std::string_view request,
                                        Millis timeout) {
   if (fd_ < 0) return Fail(Failure::kOther, "not connected: " + error_);
@@ -106,8 +116,8 @@ UnixResponse UnixConnection::RoundTrip(std::string_view request,
   in_.clear();
   size_t sent = 0;
   while (sent < request.size()) {
-    ssize_t n = send(fd_, request.data() + sent, request.size() - sent,
-                     MSG_NOSIGNAL);
+    ssize_t n =
+        send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;
@@ -133,22 +143,26 @@ UnixResponse UnixConnection::RoundTrip(std::string_view request,
         size_t sp = head.find(' ');
         if (head.substr(0, 5) != "HTTP/" || sp == std::string_view::npos) {
           Close();
-          return Fail(Failure::kMalformed, "bad status line: " + in_.substr(0, 80));
+          return Fail(Failure::kMalformed,
+                      "bad status line: " + in_.substr(0, 80));
         }
         r.status = atoi(std::string(head.substr(sp + 1, 3)).c_str());
         size_t pos = head.find("\r\n");
         while (pos != std::string_view::npos && pos < head.size()) {
           size_t start = pos + 2;
           size_t eol = head.find("\r\n", start);
-          std::string_view line =
-              head.substr(start, (eol == std::string_view::npos ? head.size() : eol) - start);
+          std::string_view line = head.substr(
+              start,
+              (eol == std::string_view::npos ? head.size() : eol) - start);
           size_t colon = line.find(':');
           if (colon != std::string_view::npos) {
             std::string name = Lower(line.substr(0, colon));
             std::string_view value = line.substr(colon + 1);
-            while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+            while (!value.empty() && value.front() == ' ')
+              value.remove_prefix(1);
             if (name == "content-length")
-              content_length = static_cast<size_t>(atoll(std::string(value).c_str()));
+              content_length =
+                  static_cast<size_t>(atoll(std::string(value).c_str()));
             if (name == "connection" && Lower(value) == "close") r.close = true;
           }
           pos = eol;
@@ -186,7 +200,8 @@ UnixResponse UnixConnection::RoundTrip(std::string_view request,
     e += " after " + std::to_string(in_.size()) + " response bytes";
     Close();
     if (n == 0 || err == ECONNRESET) {
-      return Fail(nothing ? Failure::kClosedBeforeAny : Failure::kClosedMidway, e);
+      return Fail(nothing ? Failure::kClosedBeforeAny : Failure::kClosedMidway,
+                  e);
     }
     return Fail(Failure::kOther, e);
   }

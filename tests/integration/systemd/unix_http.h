@@ -21,7 +21,8 @@ struct UnixResponse {
   enum class Failure {
     kNone,
     kConnect,          // connect() failed
-    kClosedBeforeAny,  // EOF / ECONNRESET / EPIPE before the first response byte
+    kClosedBeforeAny,  // EOF / ECONNRESET / EPIPE before the first response
+                       // byte
     kClosedMidway,     // the connection ended inside a response
     kTimeout,
     kMalformed,
@@ -53,6 +54,8 @@ class UnixConnection {
   // Requests completed on this connection (0 for a fresh one).
   int used() const { return used_; }
 
+  // Sends part of a request (a head cut short) and returns without reading.
+  bool SendPart(std::string_view bytes);
   // Sends `request` and reads one response framed by Content-Length.
   UnixResponse RoundTrip(std::string_view request, Millis timeout);
   void Close();
