@@ -13,6 +13,7 @@ set -euo pipefail
 MODEL="${1:?usage: fastcgi_test.sh MODEL}"
 GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
 [[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
+SLOW_CLIENT="$(dirname "$0")/slow_fcgi_client.py"
 
 fail() {
   echo "FAIL [$MODEL]: $*" >&2
@@ -169,6 +170,17 @@ for p in "${pids[@]}"; do wait "$p" || fail "a concurrent cgi-fcgi failed"; done
 for i in $(seq 12); do
   expect_eq "concurrent $i" "waited 30 ms" "$(body_of <"$WORK/par.$i")"
 done
+
+# A slow client: half the PARAMS, a 300 ms pause, the rest. prefork children
+# park such a connection with the master's head guard and take it back once
+# the params are complete; the FCGI_GET_VALUES sent first is answered once.
+out="$(timeout 15 python3 "$SLOW_CLIENT" "$SOCK" 300)" || fail "slow client failed"
+expect_eq "slow params: GET_VALUES answers" "1" \
+  "$(sed -n 's/^get_values_results=//p' <<<"$out")"
+expect_eq "slow params: status" "200" "$(sed -n 's/^status=//p' <<<"$out")"
+expect_eq "slow params: body" "hello world" "$(sed -n 's/^body=//p' <<<"$out")"
+expect_eq "slow params: END_REQUEST" "1" \
+  "$(sed -n 's/^end_requests=//p' <<<"$out")"
 
 # The daemon is still up, and stops cleanly.
 kill -0 "$PID" 2>/dev/null || fail "gearboxd died"
