@@ -218,6 +218,7 @@ class HeadGuardImpl final : public HeadGuard {
       c.out_sent = header.replayed_out;
       event_assign(&c.ev, base_, fd, EV_READ, &HeadGuardImpl::OnConnection, &c);
       ++held_;
+      Bump(stats_.parked);
       UpdateGauge();
       // Parse what the child had (a head can complete between its last read
       // and the hand-over), then read whatever else is there.

@@ -98,7 +98,8 @@ class StatusHandler final : public Handler {
         "\"requests\":{},\"inflight\":{},\"busy\":{},\"queue\":{},"
         "\"connections\":{{\"accepted\":{},\"open\":{},\"closed\":{},"
         "\"idle_timeout\":{},\"header_timeout\":{},\"send_timeout\":{},"
-        "\"drain\":{},\"by_client\":{},\"by_server\":{},\"error\":{}}},"
+        "\"drain\":{},\"by_client\":{},\"by_server\":{},\"error\":{},"
+        "\"parked\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
         "\"rejected\":{},\"bad_input\":{},\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
@@ -112,12 +113,13 @@ class StatusHandler final : public Handler {
         t.closed[static_cast<int>(CloseReason::kDrain)],
         t.closed[static_cast<int>(CloseReason::kClient)],
         t.closed[static_cast<int>(CloseReason::kServer)],
-        t.closed[static_cast<int>(CloseReason::kError)], t.status_class[1],
-        t.status_class[2], t.status_class[3], t.status_class[4],
-        t.status_class[5], t.rejected, t.bad_input, t.bytes_in, t.bytes_out,
-        Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),
-        Ms(t.service.Percentile(0.99)), Ms(t.service.Max()),
-        Ms(t.queue_wait.Percentile(0.5)), Ms(t.queue_wait.Percentile(0.99)));
+        t.closed[static_cast<int>(CloseReason::kError)], t.parked,
+        t.status_class[1], t.status_class[2], t.status_class[3],
+        t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
+        t.bytes_in, t.bytes_out, Ms(t.service.Percentile(0.5)),
+        Ms(t.service.Percentile(0.9)), Ms(t.service.Percentile(0.99)),
+        Ms(t.service.Max()), Ms(t.queue_wait.Percentile(0.5)),
+        Ms(t.queue_wait.Percentile(0.99)));
     if (!workers.empty()) {
       out += ",\"workers\":[";
       for (size_t i = 0; i < workers.size(); ++i) {
@@ -178,6 +180,8 @@ class StatusHandler final : public Handler {
     metric("connections_accepted", "counter", "Connections accepted.",
            t.accepted);
     metric("connections_open", "gauge", "Connections open now.", t.open());
+    metric("connections_parked", "counter",
+           "Slow request heads the prefork head guard took over.", t.parked);
     metric("inflight", "gauge", "Requests in progress.", t.inflight);
     metric("busy_workers", "gauge", "Workers serving a request.", t.busy);
     metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",

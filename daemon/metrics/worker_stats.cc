@@ -41,6 +41,7 @@ StatsRegion::Totals StatsRegion::Sum() const {
       t.closed[c] += s.closed[c].load(r);
     t.rejected += s.rejected.load(r);
     t.bad_input += s.bad_input.load(r);
+    t.parked += s.parked.load(r);
     t.inflight += s.inflight.load(r);
     t.open_conns += s.open_conns.load(r);
     t.busy += s.busy.load(r);

@@ -45,7 +45,9 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> closed[static_cast<int>(CloseReason::kCount)]{};
   std::atomic<uint64_t> rejected{0};  // 503 from a full queue or connection cap
-  std::atomic<uint64_t> bad_input{0};   // 4xx/close from unparseable input
+  std::atomic<uint64_t> bad_input{0};  // 4xx/close from unparseable input
+  // prefork: connections whose slow head the master's head guard took over.
+  std::atomic<uint64_t> parked{0};
   std::atomic<uint64_t> inflight{0};    // requests between parse and response
   std::atomic<uint64_t> open_conns{0};  // connections this worker holds
   std::atomic<uint64_t> busy{0};        // 1 while serving a request
@@ -94,8 +96,8 @@ class StatsRegion {
     uint64_t requests = 0, bytes_in = 0, bytes_out = 0, accepted = 0;
     uint64_t status_class[6] = {};
     uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
-    uint64_t rejected = 0, bad_input = 0, inflight = 0, open_conns = 0,
-             busy = 0;
+    uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
+             open_conns = 0, busy = 0;
     uint64_t queue_depth = 0, queue_high = 0;
     HistogramSnapshot service;
     HistogramSnapshot queue_wait;

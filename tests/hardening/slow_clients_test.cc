@@ -194,8 +194,10 @@ TEST_F(SlowClientTest, SlowlorisHeadsAreCutAtHeaderTimeout) {
   CloseCrowd(crowd);
   const double after_ms = TimedHello(Millis(3000), &error);
   EXPECT_GE(after_ms, 0) << "after the crowd: " << error;
+  const std::string status = StatusJson();
   const int64_t timeouts =
-      JsonNumber(StatusJson(), "header_timeout") - timeouts_before;
+      JsonNumber(status, "header_timeout") - timeouts_before;
+  const int64_t parked = JsonNumber(status, "parked");
 
   CrowdFigures f = Summarize(crowd);
   const double worst_probe = *std::max_element(probes.begin(), probes.end());
@@ -203,6 +205,7 @@ TEST_F(SlowClientTest, SlowlorisHeadsAreCutAtHeaderTimeout) {
          " closed=" + std::to_string(f.closed) +
          " answered_408=" + std::to_string(f.with_408) +
          " header_timeouts_counted=" + std::to_string(timeouts) +
+         " parked=" + std::to_string(parked) +
          " first_close_ms=" + std::to_string(f.first_ms) +
          " last_close_ms=" + std::to_string(f.last_ms) +
          " hello_probe_ms=" + std::to_string(probes[0]) + "," +
@@ -213,6 +216,8 @@ TEST_F(SlowClientTest, SlowlorisHeadsAreCutAtHeaderTimeout) {
          "deadline is not enforced (or reset per byte)";
   EXPECT_EQ(f.with_408, clients) << "a slow head was closed without its 408";
   EXPECT_EQ(timeouts, clients) << "header timeouts not counted in /status";
+  // prefork: every slow head went to the head guard (the others never park).
+  EXPECT_EQ(parked, IsModel("prefork") ? clients : 0);
   EXPECT_LT(worst_probe, 1000) << "a fresh /hello waited behind slow clients";
   EXPECT_LT(after_ms, 1000) << "service did not return after the crowd";
   // header_timeout 2 s: the first byte went out right after connect, so the
