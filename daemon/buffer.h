@@ -29,6 +29,7 @@ class Buffer {
   size_t writable() const { return capacity_ - tail_; }
   void Commit(size_t n) { tail_ += n; }
   void Append(std::string_view s) {
+    if (s.empty()) return;  // memcpy() may not be given a null buffer
     memcpy(Reserve(s.size()), s.data(), s.size());
     tail_ += s.size();
   }

@@ -2,23 +2,23 @@
 
 #include <event2/event.h>
 #include <event2/event_struct.h>
-#include <sys/eventfd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <list>
-#include <system_error>
-#include <thread>
+#include <set>
 
 #include "daemon/codec.h"
 #include "daemon/logging.h"
 #include "models/blocking_connection.h"
 #include "models/connection_handoff.h"
+#include "models/forked_process.h"
 
 namespace gearbox {
 namespace {
@@ -43,11 +43,11 @@ timeval Until(Clock::time_point deadline) {
           static_cast<suseconds_t>(left.count() % 1000000)};
 }
 
-class HeadGuardImpl;
+class GuardLoop;
 
 // One parked connection.
 struct Guarded {
-  HeadGuardImpl* guard = nullptr;
+  GuardLoop* guard = nullptr;
   int fd = -1;
   HandoffHeader header;
   std::unique_ptr<ServerCodec> codec;
@@ -60,121 +60,45 @@ struct Guarded {
   std::list<Guarded>::iterator self;
 };
 
-class HeadGuardImpl final : public HeadGuard {
+// The guard process's event loop.
+class GuardLoop {
  public:
-  HeadGuardImpl(const Listeners& listeners, const LimitsConfig& limits,
-                WorkerStats& stats)
-      : listeners_(listeners), limits_(limits), stats_(stats) {}
+  GuardLoop(const Listeners& listeners, const LimitsConfig& limits,
+            WorkerStats& stats, int park_rx, int unpark_tx, size_t capacity)
+      : listeners_(listeners),
+        limits_(limits),
+        stats_(stats),
+        park_rx_(park_rx),
+        unpark_tx_(unpark_tx),
+        capacity_(capacity) {}
 
-  ~HeadGuardImpl() override {
-    Abort();
-    Join();
-    for (int fd : {park_[0], park_[1], unpark_[0], unpark_[1], wake_fd_})
-      if (fd >= 0) close(fd);
-    if (park_event_) event_free(park_event_);
-    if (unpark_event_) event_free(unpark_event_);
-    if (wake_event_) event_free(wake_event_);
-    if (base_) event_base_free(base_);
-  }
-
-  bool Init(std::string* error) {
-    const size_t need =
-        static_cast<size_t>(limits_.max_header_bytes) + 2 * kReadChunk;
-    if (!MakeHandoffChannel(park_, need) ||
-        !MakeHandoffChannel(unpark_, need)) {
-      *error = std::string("socketpair(SOCK_SEQPACKET): ") + strerror(errno);
-      return false;
-    }
-    capacity_ =
-        std::min(HandoffCapacity(park_[1]), HandoffCapacity(unpark_[1]));
-    if (capacity_ < need) {
-      *error = "a parked request head needs " + std::to_string(need) +
-               " bytes per message; the socket buffer allows " +
-               std::to_string(capacity_) +
-               " (raise net.core.wmem_max or lower max_header_bytes)";
-      return false;
-    }
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) {
-      *error = std::string("eventfd: ") + strerror(errno);
-      return false;
-    }
-    event_config* cfg = event_config_new();
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-    base_ = event_base_new_with_config(cfg);
-    event_config_free(cfg);
-    if (!base_) {
-      *error = "event_base_new_with_config failed";
-      return false;
-    }
-    park_event_ = event_new(base_, park_[0], EV_READ | EV_PERSIST,
-                            &HeadGuardImpl::OnParkReadable, this);
-    unpark_event_ = event_new(base_, unpark_[1], EV_WRITE | EV_PERSIST,
-                              &HeadGuardImpl::OnUnparkWritable, this);
-    wake_event_ = event_new(base_, wake_fd_, EV_READ | EV_PERSIST,
-                            &HeadGuardImpl::OnWake, this);
-    if (!park_event_ || !unpark_event_ || !wake_event_) {
-      *error = "event_new failed";
-      return false;
-    }
+  // Runs until parking is over and every held connection is dealt with, or
+  // SIGTERM (then what is held is closed). Returns false if libevent fails.
+  bool Run() {
+    base_ = event_base_new();
+    if (!base_) return false;
+    park_event_ = event_new(base_, park_rx_, EV_READ | EV_PERSIST,
+                            &GuardLoop::OnParkReadable, this);
+    unpark_event_ = event_new(base_, unpark_tx_, EV_WRITE | EV_PERSIST,
+                              &GuardLoop::OnUnparkWritable, this);
+    term_event_ = evsignal_new(base_, SIGTERM, &GuardLoop::OnTerm, this);
+    if (!park_event_ || !unpark_event_ || !term_event_) return false;
     event_add(park_event_, nullptr);
-    event_add(wake_event_, nullptr);
-    stats_.pid.store(getpid());
+    event_add(term_event_, nullptr);
+    event_base_dispatch(base_);
     return true;
-  }
-
-  int park_fd() const override { return park_[1]; }
-  int unpark_fd() const override { return unpark_[0]; }
-  size_t capacity() const override { return capacity_; }
-
-  bool Start(std::string* error) override {
-    try {
-      thread_ = std::thread([this] {
-        stats_.tid.store(static_cast<int32_t>(gettid()));
-        event_base_dispatch(base_);
-      });
-    } catch (const std::system_error& e) {
-      *error = std::string("head guard thread: ") + e.what();
-      return false;
-    }
-    return true;
-  }
-
-  void FinishAfterChildren() override {
-    if (park_[1] >= 0) {
-      close(park_[1]);
-      park_[1] = -1;
-    }
-    // Children hold the other copies; their closes make the park end read
-    // EOF, which the guard thread notices by itself.
-  }
-
-  void Abort() override {
-    aborting_.store(true);
-    if (wake_fd_ >= 0) {
-      uint64_t one = 1;
-      ssize_t n = write(wake_fd_, &one, sizeof(one));
-      (void)n;
-    }
-  }
-
-  void Join() override {
-    if (thread_.joinable()) thread_.join();
   }
 
  private:
   static void OnParkReadable(evutil_socket_t, short, void* arg) {
-    static_cast<HeadGuardImpl*>(arg)->ReceiveParked();
+    static_cast<GuardLoop*>(arg)->ReceiveParked();
   }
   static void OnUnparkWritable(evutil_socket_t, short, void* arg) {
-    static_cast<HeadGuardImpl*>(arg)->FlushPending();
+    static_cast<GuardLoop*>(arg)->FlushPending();
   }
-  static void OnWake(evutil_socket_t, short, void* arg) {
-    auto* self = static_cast<HeadGuardImpl*>(arg);
-    uint64_t v;
-    ssize_t n = read(self->wake_fd_, &v, sizeof(v));
-    (void)n;
-    if (self->aborting_.load()) self->CloseAll();
+  // SIGTERM: the master gave up waiting (drain deadline) or died.
+  static void OnTerm(evutil_socket_t, short, void* arg) {
+    static_cast<GuardLoop*>(arg)->CloseAll();
   }
   static void OnConnection(evutil_socket_t, short what, void* arg) {
     auto* c = static_cast<Guarded*>(arg);
@@ -190,7 +114,7 @@ class HeadGuardImpl final : public HeadGuard {
     for (int i = 0; i < kReceiveBurst; ++i) {
       Buffer bytes;
       HandoffHeader header;
-      int fd = ReceiveConnection(park_[0], capacity_, header, bytes);
+      int fd = ReceiveConnection(park_rx_, capacity_, header, bytes);
       if (fd == kHandoffEnd) {
         // Every child has stopped parking (the generation is draining).
         event_del(park_event_);
@@ -216,7 +140,7 @@ class HeadGuardImpl final : public HeadGuard {
       c.codec = MakeCodec(listeners_[header.listener].protocol, limits_);
       c.in.Append(bytes.view());
       c.out_sent = header.replayed_out;
-      event_assign(&c.ev, base_, fd, EV_READ, &HeadGuardImpl::OnConnection, &c);
+      event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
       ++held_;
       Bump(stats_.parked);
       UpdateGauge();
@@ -322,7 +246,7 @@ class HeadGuardImpl final : public HeadGuard {
 
   // False when the channel is full (try again when writable).
   bool Send(Guarded& c) {
-    int err = SendConnection(unpark_[1], c.fd, c.header, c.in.view());
+    int err = SendConnection(unpark_tx_, c.fd, c.header, c.in.view());
     if (err == 0) return true;
     if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) return false;
     LogWarn("head_guard_handback_failed", "error={} bytes={}",
@@ -381,10 +305,10 @@ class HeadGuardImpl final : public HeadGuard {
 
   // Closing the unpark end is the draining children's signal to exit.
   void Finish() {
-    if (unpark_[1] >= 0) {
+    if (unpark_tx_ >= 0) {
       event_del(unpark_event_);
-      close(unpark_[1]);
-      unpark_[1] = -1;
+      close(unpark_tx_);
+      unpark_tx_ = -1;
     }
     event_base_loopbreak(base_);
   }
@@ -392,33 +316,78 @@ class HeadGuardImpl final : public HeadGuard {
   void UpdateGauge() { stats_.open_conns.store(held_); }
 
   const Listeners& listeners_;
-  const LimitsConfig limits_;
+  const LimitsConfig& limits_;
   WorkerStats& stats_;
-  int park_[2] = {-1, -1};    // [0] guard receives, [1] children send
-  int unpark_[2] = {-1, -1};  // [0] children receive, [1] guard sends
-  int wake_fd_ = -1;
-  size_t capacity_ = 0;
+  int park_rx_;
+  int unpark_tx_;
+  const size_t capacity_;
   event_base* base_ = nullptr;
   event* park_event_ = nullptr;
   event* unpark_event_ = nullptr;
-  event* wake_event_ = nullptr;
+  event* term_event_ = nullptr;
   std::list<Guarded> conns_;
   std::deque<Guarded*> pending_;  // head complete, waiting for channel room
   uint64_t held_ = 0;
   bool parking_over_ = false;
-  std::atomic<bool> aborting_{false};
-  std::thread thread_;
 };
+
+void OnTermIgnored(int) {}
 
 }  // namespace
 
 std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners& listeners,
                                              const LimitsConfig& limits,
-                                             WorkerStats& stats,
                                              std::string* error) {
-  auto guard = std::make_unique<HeadGuardImpl>(listeners, limits, stats);
-  if (!guard->Init(error)) return nullptr;
+  std::unique_ptr<HeadGuard> guard(new HeadGuard(listeners, limits));
+  const size_t need =
+      static_cast<size_t>(limits.max_header_bytes) + 2 * kReadChunk;
+  if (!MakeHandoffChannel(guard->park_, need) ||
+      !MakeHandoffChannel(guard->unpark_, need)) {
+    *error = std::string("socketpair(SOCK_SEQPACKET): ") + strerror(errno);
+    return nullptr;
+  }
+  guard->capacity_ = std::min(HandoffCapacity(guard->park_[1]),
+                              HandoffCapacity(guard->unpark_[1]));
+  if (guard->capacity_ < need) {
+    *error = "a parked request head needs " + std::to_string(need) +
+             " bytes per message; the socket buffer allows " +
+             std::to_string(guard->capacity_) +
+             " (raise net.core.wmem_max or lower max_header_bytes)";
+    return nullptr;
+  }
   return guard;
+}
+
+HeadGuard::~HeadGuard() { CloseForDrain(); }
+
+pid_t HeadGuard::Fork(WorkerStats& stats) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  // The guard process.
+  CloseInheritedFds({park_[0], unpark_[1]});
+  // SIGTERM is the event loop's (libevent installs its own handler); until it
+  // runs, a SIGTERM must not kill the process with connections in hand.
+  SetUpForkedSignals(&OnTermIgnored);
+  // `ps`, `top` and the tests tell it from the workers by this name.
+  prctl(PR_SET_NAME, kHeadGuardProcessName);
+  if (getppid() == 1) _exit(1);  // the master is already gone
+  stats.pid.store(getpid());
+  stats.tid.store(0);
+  stats.open_conns.store(0);
+  GuardLoop loop(listeners_, limits_, stats, park_[0], unpark_[1], capacity_);
+  if (!loop.Run()) {
+    LogError("head_guard_failed", "error={}", LogQuote("libevent setup"));
+    _exit(1);
+  }
+  stats.open_conns.store(0);
+  _exit(0);
+}
+
+void HeadGuard::CloseForDrain() {
+  for (int* fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
 }
 
 }  // namespace gearbox

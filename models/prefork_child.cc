@@ -1,14 +1,10 @@
 #include "models/prefork_child.h"
 
-#include <dirent.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <set>
 #include <thread>
 #include <vector>
@@ -17,6 +13,7 @@
 #include "models/accept_util.h"
 #include "models/blocking_connection.h"
 #include "models/connection_handoff.h"
+#include "models/forked_process.h"
 #include "models/prefork_model.h"
 
 namespace gearbox {
@@ -32,41 +29,6 @@ std::atomic<bool> g_draining{false};
 constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 void OnTerm(int) { g_draining.store(true); }
-
-// The child inherits every descriptor of the master, including connections of
-// another generation draining in the same process. Holding a copy would keep
-// those clients' connections open after their owner closes them, so close
-// everything but stdio, the listeners and the ready pipe.
-void CloseInheritedFds(const std::set<int>& keep) {
-  std::vector<int> fds;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
-      int fd = atoi(e->d_name);
-      if (fd > 2 && fd != dirfd(d) && !keep.count(fd)) fds.push_back(fd);
-    }
-    closedir(d);
-  }
-  for (int fd : fds) close(fd);
-}
-
-void SetUpSignals() {
-  struct sigaction sa = {};
-  sa.sa_handler = &OnTerm;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocking poll() returns EINTR on SIGTERM
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGINT,
-         SIG_DFL);  // fast stop: the master forwards INT and we just die
-  signal(SIGQUIT, SIG_DFL);
-  signal(SIGHUP, SIG_IGN);  // reloads are the master's business
-  signal(SIGCHLD, SIG_DFL);
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t all;
-  sigemptyset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, nullptr);
-  // If the master dies without stopping us, do not linger as an orphan.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-}
 
 // Hands a slow connection to the master's head guard. False when there is no
 // guard or the channel is full: then the child serves it itself.
@@ -103,7 +65,7 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   for (int fd : {args.ready_fd, park_fd, unpark_fd})
     if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
-  SetUpSignals();
+  SetUpForkedSignals(&OnTerm);
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
 
   WorkerStats& stats = ctx.stats->Slot(static_cast<size_t>(args.slot));

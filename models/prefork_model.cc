@@ -64,7 +64,7 @@ class PreforkModel final : public Model {
 
   std::string_view Name() const override { return "prefork"; }
 
-  // One slot per child, then the head guard's (the master's).
+  // One slot per child, then the head guard's.
   size_t SlotsNeeded(const ModelConfig& config) const override {
     return static_cast<size_t>(Workers(config)) + 1;
   }
@@ -75,9 +75,11 @@ class PreforkModel final : public Model {
     ctx_ = ctx;
     children_.resize(static_cast<size_t>(Workers(ctx.config)));
     std::string guard_error;
-    guard_ = HeadGuard::Create(*ctx.listeners, ctx.config.limits,
-                               ctx.stats->Slot(children_.size()), &guard_error);
-    if (guard_ && !guard_->Start(&guard_error)) guard_.reset();
+    guard_ = HeadGuard::Create(*ctx.listeners, ctx.config.limits, &guard_error);
+    if (guard_ && !SpawnGuard()) {
+      guard_error = std::string("fork: ") + strerror(errno);
+      guard_.reset();
+    }
     if (!guard_) {
       // Still a working prefork, as Apache's: slow heads then pin a child
       // each for up to header_timeout.
@@ -126,6 +128,19 @@ class PreforkModel final : public Model {
       }
       if (c.pid == 0 && now >= c.respawn_at) Spawn(i, -1);
     }
+    if (!guard_) return;
+    int status = 0;
+    if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_) {
+      // The heads it held are lost (their clients see a close); the channels
+      // live in the master, so a new guard takes over the queued ones.
+      LogWarn("head_guard_died", "model=prefork gen={} pid={} {} held={}",
+              ctx_.generation, guard_pid_, DescribeStatus(status),
+              GuardStats().open_conns.load());
+      GuardStats().open_conns.store(0);
+      GuardStats().pid.store(0);
+      guard_pid_ = 0;
+    }
+    if (guard_pid_ == 0 && now >= guard_respawn_at_) SpawnGuard();
   }
 
   void StopAccepting() override {
@@ -139,12 +154,21 @@ class PreforkModel final : public Model {
     StopAcceptingLocked();
     started_ = false;
     if (Clock::now() >= deadline) {
-      if (guard_) guard_->Abort();
+      if (guard_pid_ > 0) kill(guard_pid_, SIGKILL);
       for (Child& c : children_)
         if (c.pid > 0) kill(c.pid, SIGKILL);
     }
     for (;;) {
+      // The guard exits once the children have stopped parking and it has
+      // dealt with every head it held; the children exit once it has.
       bool alive = false;
+      if (guard_pid_ > 0) {
+        if (waitpid(guard_pid_, nullptr, WNOHANG) == guard_pid_) {
+          guard_pid_ = 0;
+        } else {
+          alive = true;
+        }
+      }
       for (Child& c : children_) {
         if (c.pid <= 0) continue;
         int status;
@@ -158,7 +182,13 @@ class PreforkModel final : public Model {
       }
       if (!alive) break;
       if (Clock::now() >= deadline) {
-        if (guard_) guard_->Abort();
+        if (guard_pid_ > 0) {
+          LogWarn("head_guard_killed",
+                  "model=prefork pid={} reason=graceful_timeout", guard_pid_);
+          kill(guard_pid_, SIGKILL);
+          waitpid(guard_pid_, nullptr, 0);
+          guard_pid_ = 0;
+        }
         for (Child& c : children_) {
           if (c.pid <= 0) continue;
           LogWarn("child_killed",
@@ -172,12 +202,6 @@ class PreforkModel final : public Model {
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       lock.lock();
-    }
-    if (guard_) {
-      // The children are gone; the guard has finished (it is what let them
-      // exit), or anything it still holds has nobody left to serve it.
-      guard_->Abort();
-      guard_->Join();
     }
     LogInfo("model_drained",
             "model=prefork gen={} spawned={} exited={} recycled={}",
@@ -197,7 +221,25 @@ class PreforkModel final : public Model {
     draining_ = true;
     for (Child& c : children_)
       if (c.pid > 0) kill(c.pid, SIGTERM);
-    if (guard_) guard_->FinishAfterChildren();
+    if (guard_) guard_->CloseForDrain();
+  }
+
+  WorkerStats& GuardStats() { return ctx_.stats->Slot(children_.size()); }
+
+  // Caller holds mu_ (or is Start()). At most one guard a second: one that
+  // keeps dying must not turn the master into a fork loop.
+  bool SpawnGuard() {
+    guard_respawn_at_ = Clock::now() + std::chrono::seconds(1);
+    pid_t pid = guard_->Fork(GuardStats());
+    if (pid < 0) {
+      LogError("fork_failed", "model=prefork process=head_guard error={}",
+               LogQuote(strerror(errno)));
+      return false;
+    }
+    guard_pid_ = pid;
+    LogDebug("head_guard_spawned", "model=prefork gen={} pid={}",
+             ctx_.generation, pid);
+    return true;
   }
 
   // Caller holds mu_.
@@ -281,6 +323,8 @@ class PreforkModel final : public Model {
   std::mutex mu_;
   std::vector<Child> children_;
   std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
+  pid_t guard_pid_ = 0;               // 0 = not running
+  Clock::time_point guard_respawn_at_{};
   std::deque<Clock::time_point> deaths_;
   Clock::duration backoff_{};
   bool started_ = false;

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
@@ -27,12 +27,12 @@ using gearbox::testing::GetRequest;
 
 class FaultTest : public HardeningTest {
  protected:
-  // Waits (bounded) until the daemon has `n` children; returns them.
+  // Waits (bounded) until the daemon has `n` worker children; returns them.
   std::vector<pid_t> WaitForChildren(size_t n, Millis timeout) {
     const auto deadline = Clock::now() + timeout;
     std::vector<pid_t> kids;
     while (Clock::now() < deadline) {
-      kids = ChildrenOf(pid());
+      kids = WorkerChildrenOf(pid());
       if (kids.size() == n) break;
       std::this_thread::sleep_for(Millis(10));
     }
@@ -91,7 +91,7 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
   double respawn_ms = -1;
   pid_t replacement = 0;
   while (MsSince(killed) < 3000 && replacement == 0) {
-    for (pid_t p : ChildrenOf(pid())) {
+    for (pid_t p : WorkerChildrenOf(pid())) {
       if (std::find(before.begin(), before.end(), p) == before.end()) {
         replacement = p;
         respawn_ms = MsSince(killed);
@@ -120,21 +120,94 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
          std::to_string(static_cast<double>(attempts.size()) / seconds) +
          " ok=" + std::to_string(ok) + " failed=" + std::to_string(failures) +
          " failed_after_respawn=" + std::to_string(failures_after) +
-         " killed_at_ms=" + std::to_string(killed_ms) + " respawn_ms=" +
-         std::to_string(respawn_ms) + " children_after=" +
-         std::to_string(ChildrenOf(pid()).size()));
+         " killed_at_ms=" + std::to_string(killed_ms) +
+         " respawn_ms=" + std::to_string(respawn_ms) +
+         " children_after=" + std::to_string(WorkerChildrenOf(pid()).size()));
   EXPECT_GT(replacement, 0) << "no new child within 3 s of kill -9";
   EXPECT_LE(respawn_ms, 200) << "child respawn too slow";
-  EXPECT_LE(failures, 3) << "more than the victim's in-flight requests failed:\n"
-                         << failed;
+  EXPECT_LE(failures, 3)
+      << "more than the victim's in-flight requests failed:\n"
+      << failed;
   EXPECT_EQ(failures_after, 0) << failed;
   EXPECT_GE(static_cast<double>(attempts.size()) / seconds, 120)
       << "the load generator did not reach ~200 req/s";
-  EXPECT_EQ(ChildrenOf(pid()).size(), static_cast<size_t>(kWorkers));
+  EXPECT_EQ(WorkerChildrenOf(pid()).size(), static_cast<size_t>(kWorkers));
   const std::string log = daemon_->Log();
   EXPECT_NE(log.find("event=child_died"), std::string::npos)
       << "the master did not log the death";
   EXPECT_TRUE(Alive());
+}
+
+// 6c. prefork: kill -9 the head guard process while it holds slow heads.
+// Only those connections are lost (closed); fresh clients are served all
+// along; the master starts a new guard within ~1 s, and slow heads are parked
+// and served again.
+TEST_F(FaultTest, PreforkHeadGuardKilledIsReplaced) {
+  if (!IsModel("prefork")) GTEST_SKIP() << "the head guard is prefork's";
+  Settings s;
+  s.workers = 2;
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  auto guard_pid = [&]() -> pid_t {
+    std::vector<pid_t> all = ChildrenOf(pid());
+    std::vector<pid_t> workers = WorkerChildrenOf(pid());
+    for (pid_t p : all)
+      if (std::find(workers.begin(), workers.end(), p) == workers.end())
+        return p;
+    return 0;
+  };
+  const pid_t first = guard_pid();
+  ASSERT_GT(first, 0) << "no gearboxd-guard process next to the workers";
+
+  // Three slow heads (more than the 2 children): parked with the guard.
+  std::string error;
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) {
+    int fd = StartConnect(port(), 0, &error);
+    ASSERT_GE(fd, 0) << error;
+    ASSERT_TRUE(FinishConnect(fd, Millis(2000), &error)) << error;
+    ASSERT_TRUE(SendAll(fd, "GET /hello HTTP/1.1\r\n", Millis(2000), &error));
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(Millis(200));
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  const auto killed = Clock::now();
+  int lost = 0;
+  for (int fd : slow) {
+    Ending e = ReadUntilClosed(fd, Millis(2000), killed);
+    if (e.closed) ++lost;
+    close(fd);
+  }
+  const double hello_ms = TimedHello(Millis(2000), &error);
+  pid_t second = 0;
+  while (MsSince(killed) < 3000 && (second = guard_pid()) == 0)
+    std::this_thread::sleep_for(Millis(10));
+  const double respawn_ms = MsSince(killed);
+
+  // A slow head after the respawn is parked and served.
+  int fd = StartConnect(port(), 0, &error);
+  ASSERT_GE(fd, 0) << error;
+  ASSERT_TRUE(FinishConnect(fd, Millis(2000), &error)) << error;
+  ASSERT_TRUE(SendAll(fd, "GET /hello HTTP/1.1\r\n", Millis(2000), &error));
+  std::this_thread::sleep_for(Millis(200));
+  ASSERT_TRUE(SendAll(fd, "Host: t\r\nConnection: close\r\n\r\n", Millis(2000),
+                      &error));
+  Ending after = ReadUntilClosed(fd, Millis(3000), Clock::now());
+  close(fd);
+  const std::string log = daemon_->Log();
+  Report("slow_heads_lost=" + std::to_string(lost) +
+         " hello_ms=" + std::to_string(hello_ms) +
+         " new_guard_after_ms=" + std::to_string(respawn_ms) +
+         " slow_head_after_status=" + std::to_string(after.status));
+  EXPECT_EQ(lost, 3) << "the heads the dead guard held must be closed";
+  EXPECT_GE(hello_ms, 0) << error;
+  EXPECT_LT(hello_ms, 1000);
+  EXPECT_GT(second, 0) << "no new guard within 3 s";
+  EXPECT_NE(second, first);
+  EXPECT_LT(respawn_ms, 2000);
+  EXPECT_EQ(after.status, 200) << after.bytes;
+  EXPECT_NE(log.find("event=head_guard_died"), std::string::npos) << log;
+  EXPECT_TRUE(Alive());
+  EXPECT_EQ(WorkerChildrenOf(pid()).size(), 2u) << "a worker died with it";
 }
 
 // 6b. The crash route. threadpool/async: the whole process aborts (SIGABRT)
@@ -146,8 +219,8 @@ TEST_F(FaultTest, CrashRouteAbortsAndIsReported) {
   s.workers = 2;
   ASSERT_NO_FATAL_FAILURE(Start(s));
   ExpectHealthy("before the crash");
-  HttpResponse r = gearbox::testing::Exchange(port(), GetRequest("/crash"),
-                                              Millis(5000));
+  HttpResponse r =
+      gearbox::testing::Exchange(port(), GetRequest("/crash"), Millis(5000));
   EXPECT_EQ(r.status, 0) << "the crash route answered: " << r.raw;
   if (IsModel("prefork")) {
     std::string error;
@@ -156,7 +229,7 @@ TEST_F(FaultTest, CrashRouteAbortsAndIsReported) {
     while (MsSince(t0) < 3000 && ms < 0) ms = TimedHello(Millis(1000), &error);
     const std::string log = daemon_->Log();
     Report("after_crash_hello_ms=" + std::to_string(MsSince(t0)) +
-           " children=" + std::to_string(ChildrenOf(pid()).size()));
+           " children=" + std::to_string(WorkerChildrenOf(pid()).size()));
     EXPECT_TRUE(Alive()) << "the master died with its child";
     EXPECT_GE(ms, 0) << error;
     EXPECT_NE(log.find("event=crash_handler"), std::string::npos) << log;
@@ -222,7 +295,8 @@ std::string Garbage(int index, std::mt19937_64& rng) {
       return s + "\r\n";
     }
     case 3:  // giant request line (max_header_bytes is 16 KiB)
-      return "GET /" + std::string(static_cast<size_t>(uniform(17000, 60000)), 'a') +
+      return "GET /" +
+             std::string(static_cast<size_t>(uniform(17000, 60000)), 'a') +
              " HTTP/1.1\r\nHost: t\r\n\r\n";
     case 4:  // giant header line, or a giant line with no end at all
       if (uniform(0, 1)) {
@@ -288,7 +362,8 @@ GarbageOutcome SendGarbage(int port, const std::string& bytes) {
     return out;
   }
   SendAll(fd, bytes, Millis(3000), &error);  // failure: the server closed
-  shutdown(fd, SHUT_WR);  // an incomplete prefix ends here instead of timing out
+  shutdown(fd,
+           SHUT_WR);  // an incomplete prefix ends here instead of timing out
   Ending e = ReadUntilClosed(fd, Millis(5000), Clock::now());
   close(fd);
   out.closed = e.closed;
@@ -325,12 +400,11 @@ TEST_F(FaultTest, GarbageBurstIsRejectedCountedAndSurvived) {
         std::lock_guard<std::mutex> lock(mu);
         ++by_status[o.closed ? o.status : -1];
         if (!allowed && wrong.size() < 20) {
-          wrong.push_back("#" + std::to_string(i) + " kind " +
-                          std::to_string(i % 6) + " (" +
-                          std::to_string(bytes.size()) + " bytes) closed=" +
-                          std::to_string(o.closed) + " sent " +
-                          Escaped(bytes.substr(0, 300)) + " got " +
-                          Escaped(o.head));
+          wrong.push_back(
+              "#" + std::to_string(i) + " kind " + std::to_string(i % 6) +
+              " (" + std::to_string(bytes.size()) +
+              " bytes) closed=" + std::to_string(o.closed) + " sent " +
+              Escaped(bytes.substr(0, 300)) + " got " + Escaped(o.head));
         }
       }
     });
@@ -343,11 +417,13 @@ TEST_F(FaultTest, GarbageBurstIsRejectedCountedAndSurvived) {
   for (const auto& [status, n] : by_status) {
     total += n;
     if (status >= 400) answered_4xx += n;
-    tally += (status < 0 ? std::string("hung") : status == 0 ? "closed" : std::to_string(status)) +
+    tally += (status < 0    ? std::string("hung")
+              : status == 0 ? "closed"
+                            : std::to_string(status)) +
              "=" + std::to_string(n) + " ";
   }
-  Report("requests=" + std::to_string(total) + " burst_ms=" +
-         std::to_string(burst_ms) + " outcomes: " + tally +
+  Report("requests=" + std::to_string(total) +
+         " burst_ms=" + std::to_string(burst_ms) + " outcomes: " + tally +
          "bad_input_counted=" + std::to_string(bad_after - bad_before));
   EXPECT_EQ(total, kRequests);
   std::string examples;

@@ -25,7 +25,8 @@ std::string Errno(const std::string& call) {
 }
 
 int MillisLeft(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+  auto left =
+      std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
   return left <= 0 ? 0 : static_cast<int>(left + 1);
 }
 
@@ -111,7 +112,8 @@ uint64_t RaiseNofile(uint64_t want) {
   rlimit r{};
   if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
   if (r.rlim_cur < want) {
-    r.rlim_cur = r.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, r.rlim_max);
+    r.rlim_cur =
+        r.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, r.rlim_max);
     setrlimit(RLIMIT_NOFILE, &r);
     getrlimit(RLIMIT_NOFILE, &r);
   }
@@ -155,6 +157,21 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return out;
 }
 
+std::vector<pid_t> WorkerChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (pid_t child : ChildrenOf(parent)) {
+    std::string comm;
+    if (FILE* f =
+            fopen(("/proc/" + std::to_string(child) + "/comm").c_str(), "r")) {
+      char buf[64] = {};
+      if (fgets(buf, sizeof(buf), f)) comm = buf;
+      fclose(f);
+    }
+    if (comm != "gearboxd-guard\n") out.push_back(child);
+  }
+  return out;
+}
+
 double TreeCpuSeconds(pid_t pid) {
   double total = CpuSeconds(pid, /*with_reaped=*/true);
   if (total < 0) return -1;
@@ -176,7 +193,8 @@ int FdCount(pid_t pid) {
   return n;
 }
 
-// --- raw sockets --------------------------------------------------------------
+// --- raw sockets
+// --------------------------------------------------------------
 
 int StartConnect(int port, int rcvbuf, std::string* error) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -186,14 +204,16 @@ int StartConnect(int port, int rcvbuf, std::string* error) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  if (rcvbuf > 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
       errno != EINPROGRESS) {
-    if (error) *error = Errno("connect(127.0.0.1:" + std::to_string(port) + ")");
+    if (error)
+      *error = Errno("connect(127.0.0.1:" + std::to_string(port) + ")");
     close(fd);
     return -1;
   }
@@ -220,7 +240,8 @@ bool FinishConnect(int fd, Millis timeout, std::string* error) {
   return true;
 }
 
-bool SendAll(int fd, std::string_view bytes, Millis timeout, std::string* error) {
+bool SendAll(int fd, std::string_view bytes, Millis timeout,
+             std::string* error) {
   const auto deadline = Clock::now() + timeout;
   size_t off = 0;
   while (off < bytes.size()) {
@@ -291,7 +312,8 @@ int StatusOf(std::string_view bytes) {
   return status;
 }
 
-// --- fixture ------------------------------------------------------------------
+// --- fixture
+// ------------------------------------------------------------------
 
 const std::string& HardeningTest::model() const {
   return gearbox::testing::ModelUnderTest();
@@ -315,7 +337,8 @@ void HardeningTest::Start(const Settings& settings) {
   const auto deadline = Clock::now() + Millis(10000);
   while (daemon_->Log().find("event=generation_started") == std::string::npos) {
     ASSERT_LT(Clock::now(), deadline)
-        << "no event=generation_started within 10 s:\n" << daemon_->Log();
+        << "no event=generation_started within 10 s:\n"
+        << daemon_->Log();
     ASSERT_TRUE(Alive()) << daemon_->Log();
     std::this_thread::sleep_for(Millis(5));
   }
@@ -369,7 +392,8 @@ std::string HardeningTest::StatusJson() {
   return r.body;
 }
 
-int64_t HardeningTest::JsonNumber(const std::string& json, std::string_view key) {
+int64_t HardeningTest::JsonNumber(const std::string& json,
+                                  std::string_view key) {
   std::string needle = "\"" + std::string(key) + "\":";
   size_t pos = json.find(needle);
   if (pos == std::string::npos) return -1;

@@ -78,6 +78,9 @@ long RssKib(pid_t pid);
 double CpuSeconds(pid_t pid, bool with_reaped = false);
 // Processes whose parent is `pid` (a scan of /proc/*/stat).
 std::vector<pid_t> ChildrenOf(pid_t pid);
+// The same without prefork's head guard process (comm "gearboxd-guard"): the
+// worker children.
+std::vector<pid_t> WorkerChildrenOf(pid_t pid);
 // CPU seconds of `pid`, its reaped children and its live children: the whole
 // daemon, for prefork too.
 double TreeCpuSeconds(pid_t pid);
@@ -98,11 +101,11 @@ bool SendAll(int fd, std::string_view bytes, Millis timeout,
 
 // What the server did to a connection once the client stopped talking.
 struct Ending {
-  bool closed = false;     // EOF or reset seen
-  bool reset = false;      // ... by a reset
-  std::string bytes;       // everything received
-  int status = 0;          // status code of the first response, 0 if none
-  double at_ms = 0;        // when the close was seen (ms since `since`)
+  bool closed = false;  // EOF or reset seen
+  bool reset = false;   // ... by a reset
+  std::string bytes;    // everything received
+  int status = 0;       // status code of the first response, 0 if none
+  double at_ms = 0;     // when the close was seen (ms since `since`)
 };
 // Reads until the peer closes or `timeout` passes.
 Ending ReadUntilClosed(int fd, Millis timeout, Clock::time_point since);
@@ -124,7 +127,8 @@ class HardeningTest : public ::testing::Test {
   bool Alive() { return daemon_ && !daemon_->WaitExit(Millis(0)); }
 
   // GET /hello on a fresh connection: its latency in ms, or -1 with *error.
-  double TimedHello(Millis timeout = Millis(5000), std::string* error = nullptr);
+  double TimedHello(Millis timeout = Millis(5000),
+                    std::string* error = nullptr);
   // GET /hello answers 200 "hello world\n" on a fresh connection.
   void ExpectHealthy(const std::string& when);
   // GET /status (JSON). Empty on failure.

@@ -108,13 +108,13 @@ TEST_F(ResourceTest, AsyncHoldsTenThousandIdleConnectionsCheaply) {
   const double hello_ms = WorstOfThreeHellos(&error);
   const int64_t open_now = JsonNumber(StatusJson(), "open");
   const int fds = FdCount(pid());
-  Report("idle=" + std::to_string(kIdle) + " open_ms=" +
-         std::to_string(open_ms) + " rss_before_kib=" +
-         std::to_string(rss_before) + " rss_after_kib=" +
-         std::to_string(rss_after) + " rss_bytes_per_conn=" +
-         std::to_string(per_conn) + " fresh_hello_worst_ms=" +
-         std::to_string(hello_ms) + " status_open=" + std::to_string(open_now) +
-         " daemon_fds=" + std::to_string(fds));
+  Report("idle=" + std::to_string(kIdle) +
+         " open_ms=" + std::to_string(open_ms) +
+         " rss_before_kib=" + std::to_string(rss_before) +
+         " rss_after_kib=" + std::to_string(rss_after) +
+         " rss_bytes_per_conn=" + std::to_string(per_conn) +
+         " fresh_hello_worst_ms=" + std::to_string(hello_ms) + " status_open=" +
+         std::to_string(open_now) + " daemon_fds=" + std::to_string(fds));
   EXPECT_LT(per_conn, 1024) << "RSS growth per idle connection";
   EXPECT_GE(hello_ms, 0) << error;
   EXPECT_LT(hello_ms, 100) << "fresh /hello next to 10,000 idle connections";
@@ -277,7 +277,8 @@ TEST_F(ResourceTest, DescriptorExhaustionNeitherCrashesNorSpins) {
     }
   }
   const std::string log = daemon_->Log();
-  const bool emfile_logged = log.find("Too many open files") != std::string::npos;
+  const bool emfile_logged =
+      log.find("Too many open files") != std::string::npos;
   Report("daemon_nofile=" + std::to_string(daemon_limit) + " clients=" +
          std::to_string(kClients) + " connected=" + std::to_string(connected) +
          " daemon_fds=" + std::to_string(daemon_fds_peak) +
@@ -288,8 +289,8 @@ TEST_F(ResourceTest, DescriptorExhaustionNeitherCrashesNorSpins) {
   EXPECT_TRUE(alive_during) << "gearboxd died when out of descriptors";
   ASSERT_GE(cpu0, 0);
   EXPECT_LT(cpu1 - cpu0, 0.5) << "busy loop while out of descriptors";
-  EXPECT_GE(recovered_ms, 0) << "not serving 5 s after the clients left: "
-                             << error;
+  EXPECT_GE(recovered_ms, 0)
+      << "not serving 5 s after the clients left: " << error;
   EXPECT_LE(recovered_ms, 1000) << "slow recovery after the clients left";
   if (!IsModel("prefork")) {
     // One process holds every connection: it must have hit the limit (prefork
