@@ -89,7 +89,20 @@ run_config() {
     summary+=("$config: bazel test FAILED, exit $rc (${elapsed}s)")
   fi
 
-  # Reports from any sanitized process, the spawned daemons included.
+  # Reports from any sanitized process, the spawned daemons included. A report
+  # that went to stderr instead of log_path (a daemon's log, printed into its
+  # test.log by the harness) counts too: copy those lines next to the others.
+  local testlogs
+  testlogs=$("$BAZEL" "${STARTUP[@]}" info --config="$config" \
+    --platform_suffix="$config" bazel-testlogs 2>/dev/null)
+  if [[ -d "$testlogs" ]]; then
+    grep -rl --include=test.log -E \
+      'runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' \
+      "$testlogs" 2>/dev/null | while read -r log; do
+      grep -E -A20 'runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' \
+        "$log" >"$dir/from-test-log.$(echo "${log#"$testlogs"/}" | tr / _)"
+    done
+  fi
   local reports=()
   while IFS= read -r -d '' f; do reports+=("$f"); done < <(
     find "$dir" -type f -size +0 -print0 | sort -z)
