@@ -1,5 +1,6 @@
-// The master forks `workers` children after the listening sockets exist and
-// does no request work itself: it reaps, respawns and stops children. A child
+// The master forks `workers` children (and the head guard process, for slow
+// request heads) after the listening sockets exist and does no request work
+// itself: it reaps, respawns and stops them. A child
 // that dies is replaced at once; a crash storm (many deaths in a short window)
 // slows respawning down with exponential backoff instead of spinning, and says
 // so loudly.

@@ -1,6 +1,8 @@
 // `prefork`: a master and N child processes, each blocking in accept() and
 // serving one connection at a time (spawn-fcgi + php-cgi, Apache prefork,
-// gunicorn sync).
+// gunicorn sync), plus a head guard process that holds slowly arriving
+// request heads so that slow clients do not occupy children
+// (models/head_guard.h).
 #pragma once
 
 #include <memory>
