@@ -112,9 +112,9 @@ class GuardLoop {
 
   void ReceiveParked() {
     for (int i = 0; i < kReceiveBurst; ++i) {
-      Buffer bytes;
+      inbox_.Consume(inbox_.size());  // one reused buffer for every message
       HandoffHeader header;
-      int fd = ReceiveConnection(park_rx_, capacity_, header, bytes);
+      int fd = ReceiveConnection(park_rx_, capacity_, header, inbox_);
       if (fd == kHandoffEnd) {
         // Every child has stopped parking (the generation is draining).
         event_del(park_event_);
@@ -138,7 +138,7 @@ class GuardLoop {
       c.fd = fd;
       c.header = header;
       c.codec = MakeCodec(listeners_[header.listener].protocol, limits_);
-      c.in.Append(bytes.view());
+      c.in.Append(inbox_.view());
       c.out_sent = header.replayed_out;
       event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
       ++held_;
@@ -167,10 +167,13 @@ class GuardLoop {
     for (;;) {
       const size_t room = capacity_ - std::min(capacity_, c.in.size());
       if (room == 0) break;
-      const size_t want = std::min(kReadChunk, room);
-      ssize_t n = recv(c.fd, c.in.Reserve(want), want, 0);
+      // Through a shared chunk, not straight into the connection's buffer:
+      // a slowloris head is a few bytes at a time, and reserving a read-sized
+      // buffer per held connection would cost 16 KiB each.
+      const size_t want = std::min(sizeof(chunk_), room);
+      ssize_t n = recv(c.fd, chunk_, want, 0);
       if (n > 0) {
-        c.in.Commit(static_cast<size_t>(n));
+        c.in.Append(std::string_view(chunk_, static_cast<size_t>(n)));
         Bump(stats_.bytes_in, static_cast<uint64_t>(n));
         continue;
       }
@@ -329,6 +332,8 @@ class GuardLoop {
   std::deque<Guarded*> pending_;  // head complete, waiting for channel room
   uint64_t held_ = 0;
   bool parking_over_ = false;
+  char chunk_[kReadChunk];
+  Buffer inbox_;
 };
 
 void OnTermIgnored(int) {}

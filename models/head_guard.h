@@ -1,6 +1,6 @@
 // The prefork head guard: a process of its own, next to the children, that
 // holds connections whose request head is arriving slowly, so that slowloris
-// clients cost a few hundred bytes each instead of a whole child (what nginx's
+// clients cost about 5 KiB each instead of a whole child (what nginx's
 // buffering does in front of a prefork server). A child parks such a
 // connection with it (fd plus the bytes read, over a SOCK_SEQPACKET channel);
 // the guard reads the rest of the head without blocking, under the deadline
