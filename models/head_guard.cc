@@ -4,6 +4,7 @@
 #include <event2/event_struct.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,17 @@ timeval Until(Clock::time_point deadline) {
   if (left.count() < 0) left = {};
   return {static_cast<time_t>(left.count() / 1000000),
           static_cast<suseconds_t>(left.count() % 1000000)};
+}
+
+uint64_t MaxHeld(const LimitsConfig& limits) {
+  constexpr uint64_t kSpareFds = 32;  // channels, epoll, signal pipe, stdio
+  uint64_t cap = static_cast<uint64_t>(limits.max_connections);
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+      nofile.rlim_cur != RLIM_INFINITY)
+    cap = std::min<uint64_t>(
+        cap, nofile.rlim_cur > kSpareFds ? nofile.rlim_cur - kSpareFds : 1);
+  return cap;
 }
 
 class GuardLoop;
@@ -122,12 +134,19 @@ class GuardLoop {
         MaybeFinish();
         return;
       }
-      if (fd < 0) return;  // EAGAIN (or a malformed message, already closed)
-      if (header.listener >= listeners_.size()) {
-        close(fd);
+      if (fd < 0) {
+        if (errno != EPROTO) return;  // EAGAIN: nothing more queued
+        // Arrived without its fd (none left in this process: MSG_CTRUNC) or
+        // cut short; the kernel closed the connection. Count the loss.
+        stats_.CountClose(CloseReason::kError);
         continue;
       }
-      if (static_cast<int64_t>(held_) >= limits_.max_connections) {
+      if (header.listener >= listeners_.size()) {
+        close(fd);  // cannot happen: the generation's own listeners
+        stats_.CountClose(CloseReason::kError);
+        continue;
+      }
+      if (held_ >= max_held_) {
         Reject(fd, header);
         continue;
       }
@@ -228,11 +247,15 @@ class GuardLoop {
     c.out_sent = c.out.size();
   }
 
+  // 408 where the client sent part of a request; a connection that never
+  // sent a byte is closed without an answer, as a child closes it.
   void TimeOut(Guarded& c) {
-    std::string out;
-    c.codec->AppendError(408, {}, out);
-    SendAndForget(c.fd, out);
-    stats_.CountStatus(408);
+    if (c.codec->InRequest()) {
+      std::string out;
+      c.codec->AppendError(408, {}, out);
+      SendAndForget(c.fd, out);
+      stats_.CountStatus(408);
+    }
     Close(c, CloseReason::kHeaderTimeout);
   }
 
@@ -331,6 +354,9 @@ class GuardLoop {
   std::list<Guarded> conns_;
   std::deque<Guarded*> pending_;  // head complete, waiting for channel room
   uint64_t held_ = 0;
+  // max_connections, and never so many that the next hand-off could find no
+  // descriptor left (the kernel would drop it unanswered): 503 first.
+  const uint64_t max_held_ = MaxHeld(limits_);
   bool parking_over_ = false;
   char chunk_[kReadChunk];
   Buffer inbox_;

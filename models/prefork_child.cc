@@ -107,8 +107,11 @@ void RunPreforkChild(const PreforkChildArgs& args) {
     }
     conn.fd = -1;
     stats.open_conns.store(0);
-    if (args.max_requests > 0 && stats.requests.load() - start_requests >=
-                                     static_cast<uint64_t>(args.max_requests)) {
+    // Not while draining: the child must stay for the heads the guard still
+    // hands back (it exits when the guard closes the unpark channel).
+    if (!g_draining.load() && args.max_requests > 0 &&
+        stats.requests.load() - start_requests >=
+            static_cast<uint64_t>(args.max_requests)) {
       _exit(kChildRecycled);
     }
   };
@@ -145,10 +148,18 @@ void RunPreforkChild(const PreforkChildArgs& args) {
       if (fd == kHandoffEnd) {
         close(unpark_fd);
         unpark_fd = -1;
-        // Not draining: the guard is gone, so park nothing from now on.
+        // Only while draining, in practice (the master holds a copy of the
+        // sending end until then); if not, park nothing from now on.
+        waiting_fds.pop_back();
+        idle.listeners = waiting_fds;
+        keep_it.listeners = waiting_fds;
         idle.park_heads_after = {};
         if (park_fd >= 0) close(park_fd);
         park_fd = -1;
+      } else if (fd < 0 && errno == EPROTO) {
+        // A connection that arrived without its fd or cut short (see
+        // ReceiveConnection): the kernel closed it; count the loss.
+        stats.CountClose(CloseReason::kError);
       } else if (fd >= 0 && header.listener < listen_fds.size()) {
         BlockingConnection conn(fd, (*ctx.listeners)[header.listener].protocol,
                                 ctx.config.limits);
@@ -162,7 +173,8 @@ void RunPreforkChild(const PreforkChildArgs& args) {
         conn.replayed_out = header.replayed_out;
         serve(conn, header.listener);
       } else if (fd >= 0) {
-        close(fd);
+        close(fd);  // a listener this generation does not have: cannot happen
+        stats.CountClose(CloseReason::kError);
       }
     }
     for (size_t i = first_listener; i < pfds.size() && !g_draining.load();

@@ -75,6 +75,9 @@ class PreforkModel final : public Model {
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     children_.resize(static_cast<size_t>(Workers(ctx.config)));
+    // From here on Drain() (and the destructor) stops whatever was started,
+    // even if Start() fails half way.
+    started_ = true;
     std::string guard_error;
     guard_ = HeadGuard::Create(*ctx.listeners, ctx.config.limits, &guard_error);
     if (guard_ && !SpawnGuard()) {
@@ -106,7 +109,6 @@ class PreforkModel final : public Model {
     char byte;
     bool ok = n == 1 && read(ready[0], &byte, 1) == 1;
     close(ready[0]);
-    started_ = true;
     if (!ok) return Status::Error("prefork: no child became ready within 10 s");
     LogInfo("model_started",
             "model=prefork gen={} workers={} max_requests={} head_guard={}",
@@ -137,9 +139,7 @@ class PreforkModel final : public Model {
       LogWarn("head_guard_died", "model=prefork gen={} pid={} {} held={}",
               ctx_.generation, guard_pid_, DescribeStatus(status),
               GuardStats().open_conns.load());
-      GuardStats().open_conns.store(0);
-      GuardStats().pid.store(0);
-      guard_pid_ = 0;
+      OnGuardGone();
     }
     if (guard_pid_ == 0 && now >= guard_respawn_at_) SpawnGuard();
   }
@@ -165,7 +165,7 @@ class PreforkModel final : public Model {
       bool alive = false;
       if (guard_pid_ > 0) {
         if (waitpid(guard_pid_, nullptr, WNOHANG) == guard_pid_) {
-          guard_pid_ = 0;
+          OnGuardGone();  // held nothing, unless it was killed
         } else {
           alive = true;
         }
@@ -188,7 +188,7 @@ class PreforkModel final : public Model {
                   "model=prefork pid={} reason=graceful_timeout", guard_pid_);
           kill(guard_pid_, SIGKILL);
           waitpid(guard_pid_, nullptr, 0);
-          guard_pid_ = 0;
+          OnGuardGone();
         }
         for (Child& c : children_) {
           if (c.pid <= 0) continue;
@@ -222,10 +222,31 @@ class PreforkModel final : public Model {
     draining_ = true;
     for (Child& c : children_)
       if (c.pid > 0) kill(c.pid, SIGTERM);
-    if (guard_) guard_->CloseForDrain();
+    if (guard_) {
+      // Heads parked while no guard runs (it died and its successor is not
+      // due yet) wait in the park channel; once the master drops its copy,
+      // only a running guard can still answer them.
+      int status = 0;
+      if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_)
+        OnGuardGone();
+      if (guard_pid_ == 0) SpawnGuard();
+      guard_->CloseForDrain();
+    }
   }
 
   WorkerStats& GuardStats() { return ctx_.stats->Slot(children_.size()); }
+
+  // The guard process is gone (reaped): the connections it held were closed
+  // by the kernel with it; count them (they were counted accepted by a child).
+  // Caller holds mu_.
+  void OnGuardGone() {
+    WorkerStats& g = GuardStats();
+    const uint64_t held = g.open_conns.load();
+    for (uint64_t i = 0; i < held; ++i) g.CountClose(CloseReason::kError);
+    g.open_conns.store(0);
+    g.pid.store(0);
+    guard_pid_ = 0;
+  }
 
   // Caller holds mu_ (or is Start()). At most one guard a second: one that
   // keeps dying must not turn the master into a fork loop.

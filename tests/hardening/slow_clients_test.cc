@@ -279,6 +279,32 @@ TEST_F(SlowClientTest, SlowHeadIsServedWhenItCompletes) {
   EXPECT_TRUE(Alive());
 }
 
+// 1c. A connection that never sends a byte is closed at header_timeout
+// without an answer (nginx does the same: there is no request to answer),
+// and counted as a header timeout. prefork hands it to the head guard first.
+TEST_F(SlowClientTest, SilentConnectionIsClosedUnansweredAtHeaderTimeout) {
+  Settings s;
+  s.header_timeout = "1s";
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  const int64_t before = JsonNumber(StatusJson(), "header_timeout");
+  std::string error;
+  int fd = StartConnect(port(), 0, &error);
+  ASSERT_GE(fd, 0) << error;
+  ASSERT_TRUE(FinishConnect(fd, Millis(2000), &error)) << error;
+  const auto connected = Clock::now();
+  Ending e = ReadUntilClosed(fd, Millis(4000), connected);
+  close(fd);
+  const int64_t counted = JsonNumber(StatusJson(), "header_timeout") - before;
+  Report("closed=" + std::to_string(e.closed) + " after_ms=" +
+         std::to_string(e.at_ms) + " bytes=" + std::to_string(e.bytes.size()) +
+         " counted=" + std::to_string(counted));
+  EXPECT_TRUE(e.closed);
+  EXPECT_EQ(e.bytes, "") << "answered a connection that sent nothing";
+  EXPECT_GE(e.at_ms, 900);
+  EXPECT_LE(e.at_ms, 2000);
+  EXPECT_EQ(counted, 1);
+}
+
 // 2. A body trickled at 1 byte / 200 ms is cut at body_timeout (counted from
 // the end of the head, not per read) with 408.
 TEST_F(SlowClientTest, TrickledBodyIsCutAtBodyTimeout) {
