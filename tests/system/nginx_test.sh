@@ -16,8 +16,10 @@
 #      /status ("connections":{"accepted":N), that nginx reused its upstream
 #      connections (far fewer accepted than requests); then wrk, 8 concurrent clients
 #      for 2 seconds, GET /sleep?ms=1 and POST /echo: no errors, no non-2xx;
-#   4. prefork only: the same snippets without the upstream keepalive lines are
-#      checked too (one connection per request), strictly;
+#   4. prefork only: kill -9 of one worker child during wrk through nginx (at most
+#      its in-flight request fails, a replacement within 100 ms); then the same
+#      snippets without the upstream keepalive lines are checked too (one
+#      connection per request), strictly;
 #   5. stops gearboxd with SIGTERM (exit 0, socket files removed).
 # When run as root, nginx's workers run as nobody and reach the 0660 sockets through
 # their group, as in production (gearbox.socket: root:gearbox 0660).
@@ -286,6 +288,60 @@ load_check() {  # LABEL PROTOCOL GET|POST [XFAIL]
   fi
 }
 
+# prefork: kill -9 one worker child while wrk runs through nginx. At most the
+# request that child had in flight may fail (nginx: 502; a GET is usually retried),
+# the master must replace the child within 100 ms, and nothing fails after that.
+kill_child_check() {  # LABEL PROTOCOL GEARBOXD_PID
+  local label=$1 base out failed respawn_ms
+  base=$(base_url "$2")
+  say "[$label] kill -9 a worker child during wrk -t2 -c8 -d4s GET /sleep?ms=20"
+  wrk -t2 -c8 -d4s --timeout 5s "$base/sleep?ms=20" > "$work/wrk-kill.out" 2>&1 &
+  local wrk_pid=$!
+  pids+=("$wrk_pid")
+  sleep 1.5
+  # Kill a worker (not the head guard) and time its replacement from /proc.
+  respawn_ms=$(python3 - "$3" <<'PY'
+import os, signal, sys, time
+master = int(sys.argv[1])
+def workers():
+    out = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+            comm = open(f"/proc/{pid}/comm").read().strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == master and fields[0] != "Z" and comm != "gearboxd-guard":
+            out.add(int(pid))
+    return out
+before = workers()
+victim = min(before)
+os.kill(victim, signal.SIGKILL)
+t0 = time.monotonic()
+while time.monotonic() - t0 < 2:
+    if workers() - before:
+        print(round((time.monotonic() - t0) * 1000, 1))
+        sys.exit(0)
+    time.sleep(0.001)
+print("none")
+PY
+)
+  wait "$wrk_pid" || { cat "$work/wrk-kill.out"; fail "[$label] wrk failed"; }
+  grep -E 'requests in|Socket errors|Non-2xx' "$work/wrk-kill.out" | sed 's/^ */    /'
+  failed=$(sed -n 's/.*Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$work/wrk-kill.out")
+  failed=${failed:-0}
+  say "[$label] replacement child after ${respawn_ms} ms; requests failed: $failed"
+  [[ $respawn_ms != none ]] || fail "[$label] no new child within 2 s of kill -9"
+  python3 -c "import sys; sys.exit(0 if float('$respawn_ms') <= 100 else 1)" ||
+    fail "[$label] the master took $respawn_ms ms (> 100) to replace the child"
+  grep -q 'Socket errors' "$work/wrk-kill.out" && fail "[$label] clients lost connections to nginx"
+  ((failed <= 1)) || fail "[$label] $failed requests failed: more than the child had in flight"
+  return 0
+}
+
 # nginx's error.log, summarised: what went wrong between nginx and gearboxd, even
 # when retries hid it from clients.
 nginx_errors() {  # PREFIX LABEL
@@ -385,6 +441,9 @@ EOF
     # prefork too: a child gives up a kept-alive connection only in ways nginx
     # cannot race (see gearbox-upstream.conf), so POSTs must not fail.
     load_check "$model/$proto" "$proto" POST
+    if [[ $model == prefork ]]; then
+      kill_child_check "$model/$proto" "$proto" "$gpid"
+    fi
   done
   nginx_errors "$prefix" "$model"
   stop_nginx
