@@ -166,20 +166,24 @@ class Bench:
                if (r.get("foreign_cpu_cores") or 0) > NOISY_CORES else ""))
         return r
 
-    def idle_run(self, gb, count, duration):
-        """Idle keep-alive connections held open while wrk puts a small load on /hello."""
+    def idle_run(self, gb, count, duration, kind="idle"):
+        """Idle keep-alive connections (kind "idle") or slowloris clients (kind "slow":
+        request heads that never end) held open while wrk puts a small load on /hello."""
         base_url = f"http://127.0.0.1:{gb.port}/hello"
         cpu = {"gearboxd": gb.pids}
         conc = 8
-        self.wrk(gb.label, "direct", "idle", base_url, conc, duration, cpu, gb.pids, tag="idle-baseline",
+        self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids, tag=f"{kind}-baseline",
                  gearbox=gb)
         time.sleep(0.3)
         rss0, slab0 = rss_kib(gb.pids()), slab_kib()
+        st0 = gb.status()
         cmd = [sys.executable, os.path.join(HERE, "idle_clients.py"), "--port", str(gb.port),
                "--count", str(count), "--setup-timeout", "60", "--hold-timeout", "120"]
+        if kind == "slow":
+            cmd.append("--slow")
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         STARTED.append(p)
-        res = {"kind": "idle", "server": gb.label, "count": count, "command": " ".join(cmd),
+        res = {"kind": kind, "server": gb.label, "count": count, "command": " ".join(cmd),
                "rss0_kib": rss0}
         try:
             line = read_line(p, 90)
@@ -190,8 +194,8 @@ class Bench:
             p.stdin.write("check\n")
             p.stdin.flush()
             res["held_before"] = parse_kv(read_line(p, 10)).get("open")
-            r = self.wrk(gb.label, "direct", "idle", base_url, conc, duration, cpu, gb.pids,
-                         tag="idle-loaded", gearbox=gb)
+            r = self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids,
+                         tag=f"{kind}-loaded", gearbox=gb)
             res["rss2_kib"] = rss_kib(gb.pids())
             p.stdin.write("check\n")
             p.stdin.flush()
@@ -207,6 +211,10 @@ class Bench:
             res["p50_ms"], res["p99_ms"] = r["p50_ms"], r["p99_ms"]
             res["rps"], res["errors"], res["non2xx"] = r["rps"], r["errors"], r["non2xx"]
             res["wrk_conc"] = conc
+            st1 = gb.status()
+            if st0 and st1:
+                # prefork: slow heads its head guard took over.
+                res["parked"] = st1.get("parked", 0) - st0.get("parked", 0)
         finally:
             try:
                 p.stdin.close()
@@ -220,7 +228,7 @@ class Bench:
             STARTED.remove(p)
         self.idle.append(res)
         bpc = res.get("bytes_per_conn")
-        log(f"{gb.label:<13} idle: {res.get('answered')}/{count} answered, held {res.get('held_before')}"
+        log(f"{gb.label:<13} {kind}: {res.get('answered')}/{count} answered, held {res.get('held_before')}"
             f" -> {res.get('held_after')}, RSS {rss0} -> {res.get('rss1_kib')} KiB "
             f"({'n/a' if bpc is None else f'{bpc:.0f} B/conn'}), /hello p99 {fmt_ms(res.get('p99_ms'))}")
         return res
@@ -295,6 +303,7 @@ def plan(args):
             "seed_conns": 200,
             "alternation": {"rounds": 1, "conc": 64},
             "idle": {"configs": ["async-1"], "count": args.idle_count or 1000},
+            "slow": {"configs": ["prefork-8"], "count": 200},
         }
     conc = [1, 16, 64, 256]
     return {
@@ -309,11 +318,13 @@ def plan(args):
         "alternation": {"rounds": 3, "conc": 64},
         "idle": {"configs": ["async-1", "threadpool-64", "prefork-8"],
                  "count": args.idle_count or 10000},
+        "slow": {"configs": ["async-1", "threadpool-64", "prefork-8"], "count": 1000},
     }
 
 
 def count_points(pl):
-    n = len(pl["ref_conc"]) + 2 * pl["alternation"]["rounds"] + 2 * len(pl["idle"]["configs"])
+    n = (len(pl["ref_conc"]) + 2 * pl["alternation"]["rounds"] + 2 * len(pl["idle"]["configs"])
+         + 2 * len(pl["slow"]["configs"]))
     for _ in pl["configs"]:
         n += sum(len(v) for v in pl["direct"].values()) + sum(len(v) for v in pl["nginx"].values())
     return n
@@ -327,6 +338,7 @@ def estimate(pl):
     pts += 2 * pl["alternation"]["rounds"]
     seeds = len(pl["seed"]["wait1ms"]) + len(pl["seed"]["hello"]) + 1
     idle = len(pl["idle"]["configs"]) * (2 * d + pl["idle"]["count"] / 1000 + 3)
+    idle += len(pl["slow"]["configs"]) * (2 * d + pl["slow"]["count"] / 1000 + 3)
     return pts * d + seeds * (pl["seed_conns"] / 100 + 1) + idle + 2 * len(pl["configs"])
 
 
@@ -446,6 +458,8 @@ def main():
                               {"nginx": ngx.workers}, tag="alternation")
             if label in pl["idle"]["configs"]:
                 bench.idle_run(gb, pl["idle"]["count"], d)
+            if label in pl["slow"]["configs"]:
+                bench.idle_run(gb, pl["slow"]["count"], d, kind="slow")
             errs = ngx.stop()
             if errs:
                 bench.notes.append(f"{label}: nginx error.log has {len(errs)} error lines, e.g. "

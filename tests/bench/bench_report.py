@@ -105,6 +105,22 @@ def quick_checks(runs, idle):
                   r.get("s2xx") == want and r.get("errors") == 0 and (r.get("rps") or 0) >= 900,
                   f"2xx {r.get('s2xx')}, 5xx {r.get('s5xx')}, errors {r.get('errors')}, {r.get('rps', 0):.0f} req/s")
     for i in idle:
+        if i["kind"] == "slow":
+            n = i["count"]
+            base = next((r for r in runs if r.get("tag") == "slow-baseline" and r["server"] == i["server"]), None)
+            ratio = _ratio(i.get("rps"), base["rps"] if base else None)
+            check(f"{i['server']} slow: {n} slowloris heads started and all held (none cut before "
+                  f"header_timeout)", i.get("answered") == n and i.get("held_before") == n
+                  and i.get("held_after") == n,
+                  f"started {i.get('answered')}, held {i.get('held_before')} -> {i.get('held_after')}")
+            check(f"{i['server']} slow: /hello keeps >= 30% of its rate while they trickle, no errors",
+                  ratio is not None and ratio >= 0.3 and i.get("errors") == 0 and i.get("non2xx") == 0,
+                  f"{_f(i.get('rps'))} vs {_f(base['rps'] if base else None)} req/s without "
+                  f"({_f(ratio, 2)}x), errors {i.get('errors')}, non-2xx {i.get('non2xx')}")
+            if i["server"].startswith("prefork"):
+                check(f"{i['server']} slow: the head guard took every slow head", i.get("parked") == n,
+                      f"parked {i.get('parked')} of {n}")
+            continue
         n = i["count"]
         check(f"{i['server']} idle: {n} connections opened and answered",
               i.get("answered") == n and i.get("failed") == 0,
@@ -217,7 +233,7 @@ def compute_targets(runs, idle, plan):
 
     # (4) idle keep-alive connections, async.
     for i in idle:
-        if i["server"].startswith("async"):
+        if i["kind"] == "idle" and i["server"].startswith("async"):
             bpc = i.get("bytes_per_conn")
             ok = bpc is not None and bpc <= 1024 and (i.get("p99_ms") or 1e9) < 5
             note = "" if i["count"] >= 10000 else f" (only {i['count']} connections)"
@@ -301,7 +317,7 @@ class Report:
                           "set key outside right top\n"
                           f"plot {plots}\n")
                 jobs.append((name, script))
-        idle = [i for i in self.idle if i.get("bytes_per_conn") is not None]
+        idle = [i for i in self.idle if i["kind"] == "idle" and i.get("bytes_per_conn") is not None]
         if idle:
             with open(os.path.join(out, "idle.dat"), "w") as f:
                 for i in idle:
@@ -407,6 +423,7 @@ class Report:
         for w in self.workloads:
             self._workload(add, w)
         self._idle(add)
+        self._slow(add)
         add("## Notes\n")
         add("- prefork: a child serves one connection at a time and gives up a keep-alive connection when "
             "another client waits and no sibling is free. With more connections than children that means about "
@@ -517,8 +534,33 @@ class Report:
         add("\n</details>\n")
         self._commands(add, runs)
 
+    def _slow(self, add):
+        slow = [i for i in self.idle if i["kind"] == "slow"]
+        if not slow:
+            return
+        add("## slow: slowloris clients\n")
+        add("`idle_clients.py --slow` opens N connections to gearboxd (direct) and sends only the start of a "
+            "request head on each, then one more header byte a second, never the end (the bench runs finish "
+            "well inside `header_timeout`, 10 s). Then `wrk -t1 -c8` runs on `/hello`: does the model still "
+            "serve other clients? prefork's children hand slow heads to the head guard process after 5 ms; "
+            "threadpool parks them in its poller; async holds them in its loop. RSS covers every gearboxd "
+            "process.\n")
+        add("| server | slow conns | held (before→after load) | RSS before → after KiB | bytes/conn | "
+            "parked (prefork) | /hello req/s | without them | ratio | p99 ms | p99 without ms |")
+        add("|---|---|---|---|---|---|---|---|---|---|---|")
+        for i in slow:
+            base = next((r for r in self.runs if r.get("tag") == "slow-baseline" and r["server"] == i["server"]), None)
+            add(f"| {i['server']} | {i['count']:,} | {i.get('held_before')}→{i.get('held_after')} | "
+                f"{i['rss0_kib']:,} → {i.get('rss1_kib', 0):,} | {_f(i.get('bytes_per_conn'))} | "
+                f"{i.get('parked', '–') if i['server'].startswith('prefork') else '–'} | {_f(i.get('rps'))} | "
+                f"{_f(base['rps'] if base else None)} | {_f(_ratio(i.get('rps'), base['rps'] if base else None), 2)} | "
+                f"{_f(i.get('p99_ms'), 2)} | {_f(base['p99_ms'] if base else None, 2)} |")
+        add("")
+        self._commands(add, slow)
+
     def _idle(self, add):
-        if not self.idle:
+        idle = [i for i in self.idle if i["kind"] == "idle"]
+        if not idle:
             return
         add("## idle: keep-alive connections held open\n")
         add("`idle_clients.py` opens N connections to gearboxd (direct), sends one `GET /hello` on each, "
@@ -529,17 +571,17 @@ class Report:
         add("| server | idle conns | answered | held (before→after load) | RSS before → after KiB | "
             "bytes/conn | kernel slab bytes/conn | /hello req/s | p50 ms | p99 ms | p99 without idle ms |")
         add("|---|---|---|---|---|---|---|---|---|---|---|")
-        for i in self.idle:
+        for i in idle:
             base = next((r for r in self.runs if r.get("tag") == "idle-baseline" and r["server"] == i["server"]), None)
             add(f"| {i['server']} | {i['count']:,} | {i.get('answered')} | {i.get('held_before')}→{i.get('held_after')} | "
                 f"{i['rss0_kib']:,} → {i.get('rss1_kib', 0):,} | {_f(i.get('bytes_per_conn'))} | "
                 f"{_f(i.get('kernel_slab_bytes_per_conn'))} | {_f(i.get('rps'))} | {_f(i.get('p50_ms'), 2)} | "
                 f"{_f(i.get('p99_ms'), 2)} | {_f(base['p99_ms'] if base else None, 2)} |")
         add("")
-        if any(i["server"].startswith("prefork") for i in self.idle):
+        if any(i["server"].startswith("prefork") for i in idle):
             add("prefork: a child holds one connection and closes an idle keep-alive one as soon as another "
                 "client waits, so the idle connections are served one by one and closed (held ≈ workers); "
                 "bytes/conn is not meaningful there.\n")
         if "idle.png" in self.plots:
             add("![idle](idle.png)\n")
-        self._commands(add, self.idle)
+        self._commands(add, idle)

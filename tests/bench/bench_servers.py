@@ -222,6 +222,7 @@ max_connections = 30000
         try:
             j = json.loads(body.split(b"\r\n\r\n", 1)[1])
             return {"requests": j["requests"], "accepted": j["connections"]["accepted"],
+                    "parked": j["connections"].get("parked", 0),
                     "workers": {w["slot"]: w["requests"] for w in j.get("workers", [])}}
         except (AttributeError, IndexError, ValueError, KeyError, TypeError):
             return None

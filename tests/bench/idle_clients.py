@@ -3,7 +3,10 @@
 
 Each connection sends one `GET PATH HTTP/1.1` (keep-alive), reads the whole
 response, then stays open and silent: an idle keep-alive client, the kind nginx
-or a browser keeps around. At most --window connections are "in flight"
+or a browser keeps around. With --slow, each connection is a slowloris client
+instead: it sends only the start of a request head, then one more header byte
+every --trickle-ms, never the end (the server should cut it off at its
+header_timeout; "answered" then counts connections whose head was started). At most --window connections are "in flight"
 (connecting or waiting for their response) at once, so the server's listen
 backlog never overflows (an overflow costs a 1 s SYN retransmit per connection).
 
@@ -63,6 +66,8 @@ def main():
     ap.add_argument("--window", type=int, default=200)
     ap.add_argument("--setup-timeout", type=float, default=60.0)
     ap.add_argument("--hold-timeout", type=float, default=300.0)
+    ap.add_argument("--slow", action="store_true", help="slowloris clients: a head that never ends")
+    ap.add_argument("--trickle-ms", type=float, default=1000.0)
     args = ap.parse_args()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.exit("idle_clients: loopback only")
@@ -73,6 +78,9 @@ def main():
 
     request = (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
                "User-Agent: gearbox-bench-idle\r\n\r\n").encode()
+    if args.slow:
+        request = (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
+                   "User-Agent: gearbox-bench-slow\r\nX-Slow: ").encode()
     sel = selectors.DefaultSelector()
     conns = []
     opened = answered = failed = closed = 0
@@ -120,7 +128,13 @@ def main():
                 except OSError:
                     close_conn(c, "failed")
                     continue
-                c.state = "waiting"
+                if args.slow:
+                    # Nothing to wait for: the head has started and never ends.
+                    c.state = "idle"
+                    answered += 1
+                    inflight -= 1
+                else:
+                    c.state = "waiting"
                 sel.modify(c.sock, selectors.EVENT_READ, c)
             elif c.state in ("waiting", "idle"):
                 try:
@@ -159,9 +173,20 @@ def main():
     os.set_blocking(sys.stdin.fileno(), False)
     sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
     hold_deadline = time.monotonic() + args.hold_timeout
+    next_trickle = time.monotonic() + args.trickle_ms / 1000.0
     pending = b""
     while not stop and time.monotonic() < hold_deadline:
-        for key, _ in sel.select(timeout=0.5):
+        now = time.monotonic()
+        if args.slow and now >= next_trickle:
+            for c in conns:
+                if c.state == "idle":
+                    try:
+                        c.sock.send(b"a")
+                    except OSError:
+                        close_conn(c, "closed")
+            next_trickle = now + args.trickle_ms / 1000.0
+        wait = min(0.5, max(0.0, next_trickle - now)) if args.slow else 0.5
+        for key, _ in sel.select(timeout=wait):
             if key.data == "stdin":
                 chunk = os.read(sys.stdin.fileno(), 4096)
                 if not chunk:
