@@ -37,6 +37,23 @@ class Buffer {
     head_ += n;
     if (head_ == tail_) head_ = tail_ = 0;  // common case: everything consumed
   }
+  // Cuts the capacity down to what the unconsumed bytes need (at least
+  // kMinCapacity), for a connection that will wait a long time between reads.
+  void Shrink() {
+    const size_t used = tail_ - head_;
+    if (used == 0) return Release();
+    const size_t want = used > kMinCapacity ? used : kMinCapacity;
+    if (capacity_ <= want) return;
+    if (head_ > 0) {
+      memmove(data_, data_ + head_, used);
+      head_ = 0;
+      tail_ = used;
+    }
+    if (char* p = static_cast<char*>(realloc(data_, want))) {
+      data_ = p;
+      capacity_ = want;
+    }
+  }
   // Gives the memory back (idle keep-alive connections should cost little).
   void Release() {
     if (head_ == tail_) {
@@ -47,6 +64,8 @@ class Buffer {
   }
 
  private:
+  static constexpr size_t kMinCapacity = 4096;
+
   void Grow(size_t min) {
     size_t used = tail_ - head_;
     if (head_ >
@@ -56,7 +75,7 @@ class Buffer {
       tail_ = used;
       if (capacity_ - tail_ >= min) return;
     }
-    size_t cap = capacity_ ? capacity_ : 4096;
+    size_t cap = capacity_ ? capacity_ : kMinCapacity;
     while (cap - used < min) cap *= 2;
     char* p = static_cast<char*>(realloc(data_, cap));
     if (!p) abort();  // out of memory: nothing sensible to do per connection
