@@ -60,6 +60,12 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def _baseline(runs, held):
+    """The wrk run on the same server without the held (idle or slow) connections."""
+    return next((r for r in runs if r.get("tag") == f"{held['kind']}-baseline"
+                 and r["server"] == held["server"]), None)
+
+
 # --- quick checks ------------------------------------------------------------------
 
 def quick_checks(runs, idle):
@@ -107,7 +113,7 @@ def quick_checks(runs, idle):
     for i in idle:
         if i["kind"] == "slow":
             n = i["count"]
-            base = next((r for r in runs if r.get("tag") == "slow-baseline" and r["server"] == i["server"]), None)
+            base = _baseline(runs, i)
             ratio = _ratio(i.get("rps"), base["rps"] if base else None)
             check(f"{i['server']} slow: {n} slowloris heads started and all held (none cut before "
                   f"header_timeout)", i.get("answered") == n and i.get("held_before") == n
@@ -549,7 +555,7 @@ class Report:
             "parked (prefork) | /hello req/s | without them | ratio | p99 ms | p99 without ms |")
         add("|---|---|---|---|---|---|---|---|---|---|---|")
         for i in slow:
-            base = next((r for r in self.runs if r.get("tag") == "slow-baseline" and r["server"] == i["server"]), None)
+            base = _baseline(self.runs, i)
             add(f"| {i['server']} | {i['count']:,} | {i.get('held_before')}→{i.get('held_after')} | "
                 f"{i['rss0_kib']:,} → {i.get('rss1_kib', 0):,} | {_f(i.get('bytes_per_conn'))} | "
                 f"{i.get('parked', '–') if i['server'].startswith('prefork') else '–'} | {_f(i.get('rps'))} | "
@@ -572,7 +578,7 @@ class Report:
             "bytes/conn | kernel slab bytes/conn | /hello req/s | p50 ms | p99 ms | p99 without idle ms |")
         add("|---|---|---|---|---|---|---|---|---|---|---|")
         for i in idle:
-            base = next((r for r in self.runs if r.get("tag") == "idle-baseline" and r["server"] == i["server"]), None)
+            base = _baseline(self.runs, i)
             add(f"| {i['server']} | {i['count']:,} | {i.get('answered')} | {i.get('held_before')}→{i.get('held_after')} | "
                 f"{i['rss0_kib']:,} → {i.get('rss1_kib', 0):,} | {_f(i.get('bytes_per_conn'))} | "
                 f"{_f(i.get('kernel_slab_bytes_per_conn'))} | {_f(i.get('rps'))} | {_f(i.get('p50_ms'), 2)} | "
