@@ -43,7 +43,8 @@ std::string Describe(const Request& r, size_t max = 200) {
     s += "  [" + Printable(h.name, max) + "]: [" + Printable(h.value, max) +
          "]\n";
   }
-  s += "  body(" + std::to_string(r.body.size()) + ")=" + Printable(r.body, max) +
+  s += "  body(" + std::to_string(r.body.size()) +
+       ")=" + Printable(r.body, max) +
        (r.keep_alive ? " keep-conn" : " no-keep-conn") +
        (r.is_head ? " head\n" : "\n");
   return s;
@@ -106,9 +107,11 @@ void CheckOutput(std::string_view out, const std::vector<Expected>& expected,
     const fcgi::RecordHeader h = fcgi::DecodeHeader(out.data() + pos);
     if (h.version != fcgi::kVersion1) fail("record version != 1");
     if (out[pos + 7] != 0) fail("reserved byte not zero");
-    const size_t total = fcgi::kHeaderSize + h.content_length + h.padding_length;
+    const size_t total =
+        fcgi::kHeaderSize + h.content_length + h.padding_length;
     if (out.size() - pos < total) fail("truncated record");
-    if ((h.content_length + h.padding_length) % 8 != 0 || h.padding_length > 7) {
+    if ((h.content_length + h.padding_length) % 8 != 0 ||
+        h.padding_length > 7) {
       fail("record not padded to a multiple of 8");
     }
     std::string_view content =
@@ -176,6 +179,7 @@ void CheckOutput(std::string_view out, const std::vector<Expected>& expected,
 struct Outcome {
   std::string trace;
   std::string out;
+  bool operator==(const Outcome&) const = default;
 };
 
 Outcome Run(const uint8_t* data, size_t size, fuzz::Split split, uint64_t seed,
@@ -212,15 +216,14 @@ Outcome Run(const uint8_t* data, size_t size, fuzz::Split split, uint64_t seed,
       o.trace += "complete consumed=" + std::to_string(r.consumed) + " " +
                  Describe(request, SIZE_MAX);
       FillResponse(request, response);
-      const bool bodiless = response.status == 204 ||
-                            response.status == 304 || response.status < 200;
+      const bool bodiless = response.status == 204 || response.status == 304 ||
+                            response.status < 200;
       const bool with_body = !bodiless && !request.is_head;
       // Models may pass a trimmed copy of the request: the codec must not
       // need its views.
       Request trimmed;
       trimmed.keep_alive = request.keep_alive;
-      const bool close =
-          codec->AppendResponse(trimmed, response, false, o.out);
+      const bool close = codec->AppendResponse(trimmed, response, false, o.out);
       expected.push_back(
           {with_body ? response.body : std::string(), with_body});
       in.erase(0, r.consumed);
@@ -264,21 +267,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gearbox;
   const uint64_t seed = fuzz::Hash(data, size);
   for (const LimitsConfig& limits : {DefaultLimits(), TinyLimits()}) {
-    const Outcome whole = Run(data, size, fuzz::Split::kWhole, seed, limits);
-    std::vector<fuzz::Split> others = {fuzz::Split::kRandom};
-    if (size <= 512) others.push_back(fuzz::Split::kBytewise);
-    for (fuzz::Split split : others) {
-      const Outcome got = Run(data, size, split, seed, limits);
-      if (got.trace != whole.trace || got.out != whole.out) {
-        fuzz::Fail("outcome depends on how the input is split",
-                   std::string("max_header_bytes=") +
-                       std::to_string(limits.max_header_bytes) +
-                       "\n--- whole:\n" + whole.trace +
-                       "out: " + fuzz::Printable(whole.out, 400) + "\n--- " +
-                       fuzz::SplitName(split) + ":\n" + got.trace +
-                       "out: " + fuzz::Printable(got.out, 400));
-      }
-    }
+    fuzz::CheckSplitsAgree(
+        size, "max_header_bytes=" + std::to_string(limits.max_header_bytes),
+        [&](fuzz::Split split) { return Run(data, size, split, seed, limits); },
+        [](const Outcome& o) {
+          return o.trace + "out: " + fuzz::Printable(o.out, 400) + "\n";
+        });
   }
   return 0;
 }

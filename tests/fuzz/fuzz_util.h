@@ -122,4 +122,24 @@ inline std::string Printable(std::string_view s, size_t max = 200) {
   return out;
 }
 
+// The core invariant of an incremental codec: feeding the input in random
+// reads (and byte by byte, for inputs small enough that this stays fast) gives
+// the same outcome as feeding it whole. `run(split)` returns the outcome
+// (anything with ==); `show(outcome)` prints it for the failure report.
+template <typename RunFn, typename ShowFn>
+void CheckSplitsAgree(size_t size, const std::string& context, RunFn run,
+                      ShowFn show) {
+  const auto whole = run(Split::kWhole);
+  std::vector<Split> others = {Split::kRandom};
+  if (size <= 512) others.push_back(Split::kBytewise);
+  for (Split split : others) {
+    const auto got = run(split);
+    if (!(got == whole)) {
+      Fail("outcome depends on how the input is split",
+           context + "\n--- whole:\n" + show(whole) + "--- " +
+               SplitName(split) + ":\n" + show(got));
+    }
+  }
+}
+
 }  // namespace gearbox::fuzz

@@ -44,7 +44,8 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
   return s;
@@ -57,15 +58,15 @@ bool IsTokenChar(unsigned char c) {
 }
 
 std::string Describe(const Request& r, size_t max = 200) {
-  std::string s = std::string(r.method) + " " + Printable(r.target, max) + " HTTP/" +
-                  std::to_string(r.version_major) + "." +
+  std::string s = std::string(r.method) + " " + Printable(r.target, max) +
+                  " HTTP/" + std::to_string(r.version_major) + "." +
                   std::to_string(r.version_minor) + "\n";
   for (const Header& h : r.headers) {
     s += "  [" + Printable(h.name, max) + "]: [" + Printable(h.value, max) +
          "]\n";
   }
-  s += "  body(" + std::to_string(r.body.size()) + ")=" + Printable(r.body, max) +
-       "\n";
+  s += "  body(" + std::to_string(r.body.size()) +
+       ")=" + Printable(r.body, max) + "\n";
   return s;
 }
 
@@ -137,9 +138,11 @@ void CheckRequest(const Request& r, size_t consumed, size_t buffered) {
   }
   if (content_lengths > 0 && transfer_encoding.empty()) {
     uint64_t n = 0;
-    auto [end, ec] = std::from_chars(
-        content_length.data(), content_length.data() + content_length.size(), n);
-    if (ec != std::errc() || end != content_length.data() + content_length.size()) {
+    auto [end, ec] =
+        std::from_chars(content_length.data(),
+                        content_length.data() + content_length.size(), n);
+    if (ec != std::errc() ||
+        end != content_length.data() + content_length.size()) {
       Fail("malformed Content-Length accepted", d);
     }
     if (n != r.body.size()) Fail("body size != Content-Length", d);
@@ -250,21 +253,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gearbox;
   const uint64_t seed = fuzz::Hash(data, size);
   for (const LimitsConfig& limits : {DefaultLimits(), TinyLimits()}) {
-    const std::string whole = Run(data, size, fuzz::Split::kWhole, seed, limits);
-    std::vector<fuzz::Split> others = {fuzz::Split::kRandom};
-    if (size <= 512) others.push_back(fuzz::Split::kBytewise);
-    for (fuzz::Split split : others) {
-      const std::string got = Run(data, size, split, seed, limits);
-      if (got != whole) {
-        fuzz::Fail("outcome depends on how the input is split",
-                   std::string("max_header_bytes=") +
-                       std::to_string(limits.max_header_bytes) +
-                       " max_body_bytes=" +
-                       std::to_string(limits.max_body_bytes) +
-                       "\n--- whole:\n" + whole + "--- " +
-                       fuzz::SplitName(split) + ":\n" + got);
-      }
-    }
+    fuzz::CheckSplitsAgree(
+        size,
+        "max_header_bytes=" + std::to_string(limits.max_header_bytes) +
+            " max_body_bytes=" + std::to_string(limits.max_body_bytes),
+        [&](fuzz::Split split) { return Run(data, size, split, seed, limits); },
+        [](const std::string& trace) { return trace; });
   }
   return 0;
 }
