@@ -146,7 +146,7 @@ class GuardLoop {
         stats_.CountClose(CloseReason::kError);
         continue;
       }
-      if (held_ >= max_held_) {
+      if (conns_.size() >= max_held_) {
         Reject(fd, header);
         continue;
       }
@@ -160,7 +160,6 @@ class GuardLoop {
       c.in.Append(inbox_.view());
       c.out_sent = header.replayed_out;
       event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
-      ++held_;
       Bump(stats_.parked);
       UpdateGauge();
       // Parse what the child had (a head can complete between its last read
@@ -169,7 +168,7 @@ class GuardLoop {
     }
   }
 
-  // Over max_connections parked: the newcomer gets 503, as a full threadpool
+  // Over max_held_ parked: the newcomer gets 503, as a full threadpool
   // queue answers.
   void Reject(int fd, const HandoffHeader& header) {
     std::string out;
@@ -313,7 +312,6 @@ class GuardLoop {
   void Forget(Guarded& c) {
     if (c.armed) event_del(&c.ev);
     if (c.fd >= 0) close(c.fd);  // a child has its own copy now
-    --held_;
     conns_.erase(c.self);
     UpdateGauge();
     MaybeFinish();
@@ -339,7 +337,7 @@ class GuardLoop {
     event_base_loopbreak(base_);
   }
 
-  void UpdateGauge() { stats_.open_conns.store(held_); }
+  void UpdateGauge() { stats_.open_conns.store(conns_.size()); }
 
   const Listeners& listeners_;
   const LimitsConfig& limits_;
@@ -353,7 +351,6 @@ class GuardLoop {
   event* term_event_ = nullptr;
   std::list<Guarded> conns_;
   std::deque<Guarded*> pending_;  // head complete, waiting for channel room
-  uint64_t held_ = 0;
   // max_connections, and never so many that the next hand-off could find no
   // descriptor left (the kernel would drop it unanswered): 503 first.
   const uint64_t max_held_ = MaxHeld(limits_);

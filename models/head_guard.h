@@ -6,7 +6,7 @@
 // the guard reads the rest of the head without blocking, under the deadline
 // the child started, and hands the connection back to whichever child is free
 // once the head is complete. Heads that miss header_timeout get 408; beyond
-// max_connections held, 503.
+// max_connections held (or what RLIMIT_NOFILE leaves room for), 503.
 //
 // A process, not a thread of the master: the master forks children at any
 // time (respawns), and a fork while another thread holds a lock (the

@@ -120,6 +120,7 @@ void RunPreforkChild(const PreforkChildArgs& args) {
   };
 
   std::vector<pollfd> pfds;
+  Buffer inbox;  // what the guard sends with a connection
   bool accepting = true;
   for (;;) {
     if (accepting && g_draining.load()) {
@@ -144,10 +145,10 @@ void RunPreforkChild(const PreforkChildArgs& args) {
     if (getppid() == 1) break;
     // Heads the guard completed first: those clients have waited longest.
     if (unpark_fd >= 0 && pfds[0].revents) {
-      Buffer bytes;
+      inbox.Consume(inbox.size());  // one buffer, reused for every hand-back
       HandoffHeader header;
       int fd =
-          ReceiveConnection(unpark_fd, args.handoff_capacity, header, bytes);
+          ReceiveConnection(unpark_fd, args.handoff_capacity, header, inbox);
       if (fd == kHandoffEnd) {
         close(unpark_fd);
         unpark_fd = -1;
@@ -166,7 +167,7 @@ void RunPreforkChild(const PreforkChildArgs& args) {
       } else if (fd >= 0 && header.listener < listen_fds.size()) {
         BlockingConnection conn(fd, (*ctx.listeners)[header.listener].protocol,
                                 ctx.config.limits);
-        conn.in.Append(bytes.view());
+        conn.in.Append(inbox.view());
         conn.fresh = header.fresh != 0;
         conn.in_request = true;
         conn.deadline =

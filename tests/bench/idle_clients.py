@@ -45,6 +45,17 @@ class Conn:
         self.buf = b""
 
 
+def read_some(sock):
+    """What a readable socket has: bytes, b"" once the peer closed (or reset),
+    None when nothing after all."""
+    try:
+        return sock.recv(65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
 def response_complete(buf):
     head_end = buf.find(b"\r\n\r\n")
     if head_end < 0:
@@ -137,12 +148,9 @@ def main():
                     c.state = "waiting"
                 sel.modify(c.sock, selectors.EVENT_READ, c)
             elif c.state in ("waiting", "idle"):
-                try:
-                    data = c.sock.recv(65536)
-                except BlockingIOError:
+                data = read_some(c.sock)
+                if data is None:
                     continue
-                except OSError:
-                    data = b""
                 if not data:
                     close_conn(c, "failed" if c.state == "waiting" else "closed")
                     continue
@@ -200,13 +208,7 @@ def main():
                         print(f"open={still} closed={closed}", flush=True)
                 continue
             c = key.data
-            try:
-                data = c.sock.recv(65536)
-            except BlockingIOError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
+            if read_some(c.sock) == b"":
                 close_conn(c, "closed")
     for c in conns:
         if c.state != "closed":
