@@ -12,7 +12,7 @@
 #include "daemon/codec.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/worker_stats.h"
-#include "models/request_cycle.h"
+#include "daemon/connection/request_cycle.h"
 
 namespace gearbox {
 

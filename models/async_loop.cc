@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "daemon/logging.h"
-#include "models/request_cycle.h"
+#include "daemon/connection/request_cycle.h"
 
 namespace gearbox {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "daemon/logging.h"
-#include "models/request_cycle.h"
+#include "daemon/connection/request_cycle.h"
 
 namespace gearbox {
 namespace {

@@ -17,7 +17,7 @@
 #include "daemon/codec.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
-#include "models/request_cycle.h"
+#include "daemon/connection/request_cycle.h"
 
 namespace gearbox {
 

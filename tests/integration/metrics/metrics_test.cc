@@ -3,7 +3,7 @@
 // `event=stats` logfmt line, the /status JSON and OpenMetrics exposition, the
 // access and slow-request logs — against what the client actually sent and saw.
 //
-// Counting rules the daemon follows (models/request_cycle.h) and the tests rely
+// Counting rules the daemon follows (daemon/connection/request_cycle.h) and the tests rely
 // on:
 //   - `requests` is cumulative and counts a request when its response is
 //     serialized (FinishRequest), i.e. before the client can read it. So once

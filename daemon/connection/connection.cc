@@ -1,0 +1,436 @@
+#include "daemon/connection/connection.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gearbox {
+namespace {
+
+// Pipelined responses batch up to this before the driver writes them.
+constexpr size_t kFlushThreshold = 65536;
+// While a handler waits, pipelined input is buffered up to this; then the
+// driver stops reading, so a flooding client costs bounded memory.
+constexpr size_t kMaxBufferedWhileWaiting = 1 << 20;
+// Output capacity kept across requests (no allocation per response); a
+// larger buffer, from a big response, is given back once sent.
+constexpr size_t kKeptOutCapacity = 4096;
+
+} // namespace
+
+// A request whose handler waits. Heap-allocated only then, so idle
+// connections stay small. The Request copy keeps only what the codec needs to
+// frame the response (version, keep-alive, HEAD) and, when the request log is
+// on, method and path.
+struct Connection::Pending {
+  std::unique_ptr<Exchange> exchange;
+  Response response;
+  Request request;
+  std::string method_path;
+  RequestTiming timing;
+  bool announce_close = false;
+};
+
+Connection::Connection(Protocol protocol, const LimitsConfig &limits)
+    : codec_(MakeCodec(protocol, limits)) {}
+
+Connection::~Connection() = default;
+
+void Connection::Accepted(Clock::time_point now, uint64_t ready_us) {
+  phase_ = Phase::kFresh;
+  fresh_ = true;
+  ready_us_ = ready_us;
+  head_started_ = now;
+  SetDeadline(now + env_->limits->header_timeout);
+}
+
+void Connection::Adopt(const ConnectionProgress &progress,
+                       std::string_view bytes) {
+  in_.Append(bytes);
+  fresh_ = progress.fresh;
+  ready_us_ = progress.ready_us;
+  replayed_out_ = progress.replayed_out;
+  phase_ = fresh_ && bytes.empty() ? Phase::kFresh : Phase::kHead;
+  head_started_ = progress.deadline - env_->limits->header_timeout;
+  SetDeadline(progress.deadline);
+}
+
+ConnectionProgress Connection::Progress() const {
+  ConnectionProgress p;
+  p.fresh = fresh_;
+  p.deadline = deadline_;
+  p.ready_us = ready_us_;
+  p.replayed_out = unconsumed_replies_ + replayed_out_;
+  return p;
+}
+
+void Connection::SetDeadline(Clock::time_point t) {
+  deadline_ = t;
+  deadline_changed_ = true;
+}
+
+void Connection::Received(std::string_view bytes, Clock::time_point now) {
+  if (phase_ == Phase::kClosing || phase_ == Phase::kClosed)
+    return;
+  Bump(stats().bytes_in, bytes.size());
+  if (phase_ == Phase::kHandler || !in_.empty() || head_ready_) {
+    in_.Append(bytes);
+    if (phase_ != Phase::kHandler)
+      Process(now);
+    return;
+  }
+  // Common case: the whole request arrived in one read into the worker's
+  // buffer and is served from there without a per-connection copy.
+  size_t pos = 0;
+  more_buffered_ = false;
+  while (ParseOnce(bytes.substr(pos), true, pos, now)) {
+  }
+  if (pos < bytes.size() && phase_ != Phase::kClosing) {
+    in_.Append(bytes.substr(pos));
+  }
+}
+
+char *Connection::ReadSpace(size_t min) { return in_.Reserve(min); }
+
+void Connection::Commit(size_t n, Clock::time_point now) {
+  in_.Commit(n);
+  Bump(stats().bytes_in, n);
+  if (phase_ != Phase::kHandler)
+    Process(now);
+}
+
+void Connection::Process(Clock::time_point now) {
+  more_buffered_ = false;
+  size_t pos = 0;
+  while (ParseOnce(in_.view(), false, pos, now)) {
+  }
+}
+
+// One parse step. `external`: `view` is the caller's buffer starting at
+// `pos`'s old value (bytes are consumed by advancing `pos`); otherwise it is
+// in_ (consumed from in_).
+bool Connection::ParseOnce(std::string_view view, bool external, size_t &pos,
+                           Clock::time_point now) {
+  if (phase_ == Phase::kHandler || phase_ == Phase::kClosing ||
+      phase_ == Phase::kClosed || head_ready_)
+    return false;
+  if (view.empty() && !codec_->InRequest())
+    return false;
+  if (out_.size() - out_off_ >= kFlushThreshold) {
+    more_buffered_ = true; // write what is there first
+    return false;
+  }
+  const size_t out_before = out_.size();
+  ServerCodec::Result r = codec_->Parse(view, *env_->request, out_);
+  DropReplayedReplies(out_before);
+  switch (r.status) {
+  case ServerCodec::Status::kIncomplete:
+    unconsumed_replies_ += out_.size() - out_before;
+    NoteIncomplete(now);
+    return false;
+  case ServerCodec::Status::kError:
+    Bump(stats().bad_input);
+    if (r.error_status)
+      stats().CountStatus(r.error_status);
+    CloseAfterWrite(CloseReason::kError);
+    return false;
+  case ServerCodec::Status::kClose:
+    CloseAfterWrite(CloseReason::kClient);
+    return false;
+  case ServerCodec::Status::kComplete:
+    break;
+  }
+  if (head_only_) {
+    unconsumed_replies_ += out_.size() - out_before;
+    head_ready_ = true; // the bytes stay: the next owner serves them
+    if (external) {
+      in_.Append(view);
+      pos += view.size();
+    }
+    return false;
+  }
+  ServeRequest(r.consumed, view, external, pos, now);
+  return true;
+}
+
+// Bytes of a request are buffered but it is not complete: which deadline.
+void Connection::NoteIncomplete(Clock::time_point now) {
+  if (!codec_->InRequest())
+    return; // e.g. FastCGI management records only
+  if (phase_ == Phase::kIdle) {
+    // The whole head is due within header_timeout of its first byte (not
+    // reset per read). A fresh connection keeps the deadline from accept.
+    head_started_ = now;
+    SetDeadline(now + env_->limits->header_timeout);
+  }
+  if (phase_ == Phase::kIdle || phase_ == Phase::kFresh)
+    phase_ = Phase::kHead;
+  if (phase_ == Phase::kHead && codec_->InBody()) {
+    // The head arrived in time; the whole body gets its own bound from here,
+    // set once: a trickling body cannot extend it.
+    phase_ = Phase::kBody;
+    SetDeadline(now + env_->limits->body_timeout);
+  }
+}
+
+void Connection::ServeRequest(size_t consumed, std::string_view view,
+                              bool external, size_t &pos,
+                              Clock::time_point now) {
+  (void)view;
+  const Request &request = *env_->request;
+  Response &response = *env_->response;
+  // Asked before the handler runs: the answer is framed with the response.
+  const bool announce_close =
+      policy_ && codec_->AnnouncesClose() && policy_->CloseAfterResponse();
+  RequestTiming timing;
+  std::unique_ptr<Exchange> exchange =
+      BeginRequest(env_->cycle, request, ready_us_, timing);
+  ready_us_ = 0; // later requests on this connection did not queue
+  fresh_ = false;
+  response.Reset();
+  Step step = exchange->Resume(response);
+  if (step.done()) {
+    Finish(request, response, timing, announce_close);
+  } else {
+    ParkExchange(std::move(exchange), timing, now, *step.wait);
+    pending_->announce_close = announce_close;
+  }
+  if (external) {
+    pos += consumed;
+  } else {
+    in_.Consume(consumed);
+  }
+  unconsumed_replies_ = 0;
+  if (phase_ == Phase::kIdle)
+    SetDeadline(now + env_->limits->idle_timeout);
+}
+
+void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
+                              const RequestTiming &timing,
+                              Clock::time_point now,
+                              std::chrono::microseconds wait) {
+  const Request &request = *env_->request;
+  auto p = std::make_unique<Pending>();
+  p->exchange = std::move(exchange);
+  std::swap(p->response, *env_->response);
+  p->request.version_major = request.version_major;
+  p->request.version_minor = request.version_minor;
+  p->request.keep_alive = request.keep_alive;
+  p->request.is_head = request.is_head;
+  p->timing = timing;
+  p->timing.waited = true;
+  const RequestLog *log = env_->cycle.log;
+  if (log && log->enabled()) {
+    p->method_path.assign(request.method);
+    p->method_path.append(request.path);
+    std::string_view mp = p->method_path;
+    p->request.method = mp.substr(0, request.method.size());
+    p->request.path = mp.substr(request.method.size());
+    // Headers are gone after Start(); the log reads only x-request-id.
+  }
+  pending_ = std::move(p);
+  phase_ = Phase::kHandler;
+  SetDeadline(now + wait);
+}
+
+void Connection::ResumeExchange(Clock::time_point now) {
+  Pending &p = *pending_;
+  Step step = p.exchange->Resume(p.response);
+  if (!step.done()) {
+    SetDeadline(now + *step.wait);
+    return;
+  }
+  std::unique_ptr<Pending> done = std::move(pending_);
+  phase_ = Phase::kIdle; // Finish() may close instead
+  Finish(done->request, done->response, done->timing, done->announce_close);
+  if (phase_ == Phase::kIdle)
+    SetDeadline(now + env_->limits->idle_timeout);
+}
+
+void Connection::CutShort() {
+  if (!pending_)
+    return;
+  std::unique_ptr<Pending> done = std::move(pending_);
+  done->response.Reset();
+  done->response.status = 503;
+  done->response.body = "stopping\n";
+  done->response.close = true;
+  phase_ = Phase::kIdle;
+  Finish(done->request, done->response, done->timing, true);
+}
+
+void Connection::Finish(const Request &request, const Response &response,
+                        const RequestTiming &timing, bool announce_close) {
+  const bool draining = Draining();
+  if (FinishRequest(env_->cycle, *codec_, request, response,
+                    draining || announce_close, out_, timing)) {
+    CloseAfterWrite(draining ? CloseReason::kDrain : CloseReason::kServer);
+    return;
+  }
+  phase_ = Phase::kIdle;
+}
+
+void Connection::CloseAfterWrite(CloseReason reason) {
+  phase_ = Phase::kClosing;
+  close_reason_ = reason;
+}
+
+// A connection handed over from another process is parsed again from its
+// first buffered byte; replies the peer already got are produced again, and
+// dropped here.
+void Connection::DropReplayedReplies(size_t out_before) {
+  if (replayed_out_ == 0)
+    return;
+  const size_t drop = std::min(replayed_out_, out_.size() - out_before);
+  out_.erase(out_before, drop);
+  replayed_out_ -= drop;
+}
+
+void Connection::Sent(size_t n, Clock::time_point now) {
+  out_off_ += n;
+  if (out_off_ < out_.size())
+    return;
+  out_.clear();
+  out_off_ = 0;
+  if (out_.capacity() > kKeptOutCapacity)
+    std::string().swap(out_);
+  if (send_armed_) {
+    send_armed_ = false;
+    // The idle clock starts once the client has its responses.
+    if (phase_ == Phase::kIdle)
+      SetDeadline(now + env_->limits->idle_timeout);
+    deadline_changed_ = true;
+  }
+}
+
+void Connection::WriteBlocked(Clock::time_point now) {
+  if (send_armed_)
+    return;
+  // The send timeout bounds the whole remainder, not each chunk: a client
+  // that reads one byte a second cannot hold a worker forever.
+  send_armed_ = true;
+  send_deadline_ = now + env_->limits->send_timeout;
+  deadline_changed_ = true;
+}
+
+void Connection::DeadlinePassed(Clock::time_point now) {
+  if (send_armed_ && phase_ != Phase::kHandler) {
+    if (now < send_deadline_)
+      return;
+    DropOutput();
+    CloseAfterWrite(CloseReason::kSendTimeout); // the client is not reading
+    return;
+  }
+  if (now < deadline_)
+    return;
+  switch (phase_) {
+  case Phase::kHandler:
+    ResumeExchange(now);
+    Process(now); // pipelined requests behind this one
+    return;
+  case Phase::kFresh:
+  case Phase::kHead:
+  case Phase::kBody:
+    // Not complete in time: 408, which a client mid-request may still read;
+    // one that never sent a byte is just closed (as nginx does).
+    if (codec_->InRequest()) {
+      codec_->AppendError(408, {}, out_);
+      stats().CountStatus(408);
+    }
+    CloseAfterWrite(CloseReason::kHeaderTimeout);
+    return;
+  case Phase::kIdle:
+    CloseAfterWrite(CloseReason::kIdleTimeout);
+    return;
+  case Phase::kClosing:
+  case Phase::kClosed:
+    return;
+  }
+}
+
+void Connection::DropOutput() {
+  out_.clear();
+  out_off_ = 0;
+  send_armed_ = false;
+}
+
+void Connection::DropPending() {
+  if (!pending_)
+    return;
+  // Closing cancels a waiting exchange: destroying it is how the handler
+  // learns; the request is no longer in flight.
+  pending_.reset();
+  WorkerStats &s = stats();
+  const uint64_t inflight = s.inflight.load(std::memory_order_relaxed) - 1;
+  s.inflight.store(inflight, std::memory_order_relaxed);
+  if (inflight == 0) {
+    s.busy.store(0, std::memory_order_relaxed);
+    s.current_start_us.store(0, std::memory_order_relaxed);
+  }
+}
+
+void Connection::PeerClosed() { Abort(CloseReason::kClient); }
+
+void Connection::Abort(CloseReason reason) {
+  if (phase_ == Phase::kClosed)
+    return;
+  DropPending();
+  DropOutput();
+  CloseAfterWrite(reason);
+}
+
+void Connection::Refuse() {
+  codec_->AppendError(503, "Retry-After: 1\r\n", out_);
+  Bump(stats().rejected);
+  stats().CountStatus(503);
+  CloseAfterWrite(CloseReason::kServer);
+}
+
+void Connection::CountClosed() {
+  if (phase_ == Phase::kClosed)
+    return;
+  DropPending();
+  phase_ = Phase::kClosed;
+  stats().CountClose(close_reason_);
+}
+
+void Connection::Trim() {
+  if (in_.empty()) {
+    in_.Release();
+  } else {
+    in_.Shrink();
+  }
+}
+
+Interest Connection::Next(Clock::time_point now) {
+  (void)now;
+  Interest i;
+  i.write = out_off_ < out_.size();
+  i.deadline = deadline_;
+  i.reason = close_reason_;
+  if (phase_ == Phase::kIdle && Draining() && in_.empty() && !more_buffered_) {
+    // Draining closes idle keep-alive connections. A fresh one was accepted
+    // for a request it has not sent yet, and is owed an answer.
+    CloseAfterWrite(CloseReason::kDrain);
+    i.reason = close_reason_;
+  }
+  if (send_armed_ && i.write && phase_ != Phase::kHandler) {
+    i.kind = Interest::Kind::kWrite;
+    i.deadline = send_deadline_;
+  } else if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) {
+    i.kind = Interest::Kind::kClose;
+  } else if (phase_ == Phase::kHandler) {
+    i.kind = Interest::Kind::kHandler;
+    i.read = in_.size() < kMaxBufferedWhileWaiting;
+  } else if (head_ready_) {
+    i.kind = Interest::Kind::kHeadReady;
+  } else if (more_buffered_) {
+    i.kind = Interest::Kind::kProcess;
+  } else {
+    i.kind = Interest::Kind::kRead;
+  }
+  i.deadline_changed = deadline_changed_;
+  deadline_changed_ = false;
+  return i;
+}
+
+} // namespace gearbox

@@ -1,0 +1,217 @@
+// The connection state machine: one per client connection, the same under
+// every model, and free of sockets and clocks (the driver passes `now`).
+//
+// Events in:  bytes received, bytes sent, the socket would block on a write,
+//             the deadline passed, the peer closed, the driver gives it up.
+// Interest out: read until T, process buffered requests, wait for the
+//             handler until T, write (until T once the socket is full),
+//             hand the head over, close with a reason.
+//
+// It decides everything a model used to decide on its own: header, body, idle
+// and send timeouts (408 where the client may read it), 400/413/431/505 from
+// the codec, 503 refusals, keep-alive or close, pipelining order, draining,
+// and every counter. A model only waits (poll, epoll, libevent) and chooses
+// who runs the connection (Redis's ae.c and ae_epoll.c split).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "daemon/buffer.h"
+#include "daemon/codec.h"
+#include "daemon/connection/request_cycle.h"
+#include "daemon/handler.h"
+
+namespace gearbox {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a connection is in its cycle.
+enum class Phase : uint8_t {
+  kFresh,   // accepted, no byte yet: owed its first request (header_timeout)
+  kIdle,    // keep-alive, between requests (idle_timeout)
+  kHead,    // part of a request head received (header_timeout)
+  kBody,    // head complete, body arriving (body_timeout, from the head's end)
+  kHandler, // a handler is waiting (timer)
+  kClosing, // the last bytes go out, then close
+  kClosed,
+};
+
+// What the connection needs next. `write` may accompany any kind: the driver
+// sends pending_out() first (blocking models) or alongside (async).
+struct Interest {
+  enum class Kind : uint8_t {
+    kRead,      // wait for bytes until `deadline`, then OnDeadline()
+    kProcess,   // complete requests are buffered: call Process() again
+    kHandler,   // the handler waits: OnDeadline() at `deadline`
+    kWrite,     // the socket is full: wait writable until `deadline`
+    kHeadReady, // (head-only mode) a head is complete: hand it over
+    kClose,     // close the socket (after `write`, if any), for `reason`
+  };
+  Kind kind = Kind::kRead;
+  bool write = false; // pending_out() has bytes
+  // kHandler: keep reading into the buffer (a hang-up cancels the wait,
+  // pipelined bytes queue), false past a bound.
+  bool read = false;
+  bool deadline_changed = false; // since the last Next(): re-arm a timer
+  Clock::time_point deadline{};
+  CloseReason reason = CloseReason::kServer;
+};
+
+// What a worker gives its connections: how to serve, and where to count.
+struct ConnectionEnv {
+  RequestCycle cycle; // router, stats slot, request log, worker index
+  const LimitsConfig *limits = nullptr;
+  const std::atomic<bool> *draining = nullptr; // finish, then close
+  // Per-worker scratch, reused by every connection: no per-request
+  // allocation. A waiting exchange moves its response out of it.
+  Request *request = nullptr;
+  Response *response = nullptr;
+};
+
+// Per-model decision the machine asks for at one point of each request.
+class ResponsePolicy {
+public:
+  virtual ~ResponsePolicy() = default;
+  // A response is about to be framed: true asks the peer to close after it
+  // (prefork gives a kept-alive connection up to a waiting client this way).
+  virtual bool CloseAfterResponse() { return false; }
+};
+
+// What travels with a connection handed to another process.
+struct ConnectionProgress {
+  bool fresh = true;
+  Clock::time_point deadline{}; // the head's deadline
+  uint64_t ready_us = 0;        // accept time, for the queue-wait figure
+  uint64_t replayed_out = 0;    // see Connection::replayed_out_
+};
+
+class Connection {
+public:
+  Connection(Protocol protocol, const LimitsConfig &limits);
+  ~Connection();
+  Connection(const Connection &) = delete;
+  Connection &operator=(const Connection &) = delete;
+
+  // The worker that serves it now (threadpool moves connections between the
+  // poller and its threads). Counters go to this env's stats slot.
+  void Attach(const ConnectionEnv *env) { env_ = env; }
+  const ConnectionEnv *env() const { return env_; }
+
+  // --- events --------------------------------------------------------------
+  // Accepted now: the first request is due within header_timeout.
+  void Accepted(Clock::time_point now, uint64_t ready_us);
+  // Taken over from another process with `bytes` already read.
+  void Adopt(const ConnectionProgress &progress, std::string_view bytes);
+  // Bytes read from the socket, then processed. `bytes` may be a view into a
+  // worker's shared read buffer: what is not consumed is copied.
+  void Received(std::string_view bytes, Clock::time_point now);
+  // Zero-copy variant: recv() into ReadSpace(), then Commit().
+  char *ReadSpace(size_t min);
+  size_t ReadRoom() const { return in_.writable(); }
+  void Commit(size_t n, Clock::time_point now);
+  // Parses and serves what is buffered (pipelining: in order, responses
+  // appended to pending_out()). Stops at a wait, a flush threshold, a close.
+  void Process(Clock::time_point now);
+  // `n` bytes of pending_out() reached the socket.
+  void Sent(size_t n, Clock::time_point now);
+  // The socket took less than pending_out(): the rest is due by send_timeout
+  // (armed once per response remainder, not per chunk).
+  void WriteBlocked(Clock::time_point now);
+  // The Interest's deadline passed: a handler wake, or a timeout.
+  void DeadlinePassed(Clock::time_point now);
+  // EOF or a reset from the peer; an I/O error.
+  void PeerClosed();
+  // The model closes it (draining, giving it up, a failed write): `reason`.
+  void Abort(CloseReason reason);
+  // Refused before it is served (full queue, too many held): 503 with
+  // Retry-After, then close.
+  void Refuse();
+  // A model stopping by force cuts a waiting handler short: 503, then close.
+  void CutShort();
+
+  // --- state ---------------------------------------------------------------
+  Interest Next(Clock::time_point now);
+  Phase phase() const { return phase_; }
+  bool fresh() const { return fresh_; }
+  bool closed() const { return phase_ == Phase::kClosed; }
+  // Counts the close (once) into the current env's stats. The driver calls it
+  // right after close(fd).
+  void CountClosed();
+  std::string_view pending_out() const {
+    return std::string_view(out_).substr(out_off_);
+  }
+  bool has_input() const { return !in_.empty(); }
+  std::string_view input() const { return in_.view(); }
+  // Idle or mid-request connections that wait long keep only what they need.
+  void Trim();
+  // Head-only mode (the prefork head guard): Process() stops once a request
+  // head is complete (kHeadReady) and never runs a handler.
+  void set_head_only(bool on) { head_only_ = on; }
+  void set_response_policy(ResponsePolicy *policy) { policy_ = policy; }
+  ConnectionProgress Progress() const;
+  Clock::time_point deadline() const { return deadline_; }
+  Clock::time_point head_started() const { return head_started_; }
+  uint64_t ready_us() const { return ready_us_; }
+  void set_ready_us(uint64_t us) { ready_us_ = us; }
+
+private:
+  struct Pending; // a request whose handler waits
+
+  bool Draining() const {
+    return env_->draining && env_->draining->load(std::memory_order_relaxed);
+  }
+  WorkerStats &stats() const { return *env_->cycle.stats; }
+  // One parse step over `view`; returns false when processing must stop.
+  bool ParseOnce(std::string_view view, bool external, size_t &pos,
+                 Clock::time_point now);
+  void NoteIncomplete(Clock::time_point now);
+  void ServeRequest(size_t consumed, std::string_view view, bool external,
+                    size_t &pos, Clock::time_point now);
+  void ParkExchange(std::unique_ptr<Exchange> exchange,
+                    const RequestTiming &timing, Clock::time_point now,
+                    std::chrono::microseconds wait);
+  void ResumeExchange(Clock::time_point now);
+  void Finish(const Request &request, const Response &response,
+              const RequestTiming &timing, bool announce_close);
+  void CloseAfterWrite(CloseReason reason);
+  void DropOutput();
+  void DropPending();
+  void SetDeadline(Clock::time_point t);
+  void DropReplayedReplies(size_t out_before);
+
+  const ConnectionEnv *env_ = nullptr;
+  std::unique_ptr<ServerCodec> codec_;
+  ResponsePolicy *policy_ = nullptr;
+  Buffer in_;
+  std::string out_;
+  size_t out_off_ = 0;
+  std::unique_ptr<Pending> pending_;
+  Clock::time_point deadline_{};
+  Clock::time_point send_deadline_{};
+  Clock::time_point head_started_{};
+  uint64_t ready_us_ = 0;
+  // Bytes the codec appended to out_ (and that were sent) while parsing the
+  // bytes still in in_: FastCGI management replies. A connection handed to
+  // another process is re-parsed from the start there, and that process
+  // drops this many regenerated bytes (replayed_out_) instead of sending
+  // them twice.
+  size_t unconsumed_replies_ = 0;
+  size_t replayed_out_ = 0;
+  Phase phase_ = Phase::kFresh;
+  CloseReason close_reason_ = CloseReason::kServer;
+  bool fresh_ = true;
+  bool head_only_ = false;
+  bool head_ready_ = false;
+  bool send_armed_ = false;
+  bool deadline_changed_ = true;
+  bool counted_ = false;
+  bool more_buffered_ = false; // Process() stopped with requests left
+};
+
+} // namespace gearbox

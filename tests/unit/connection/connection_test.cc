@@ -1,0 +1,353 @@
+// The connection state machine without sockets: bytes in, interest and bytes
+// out, with a clock the test moves by hand.
+#include "daemon/connection/connection.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "daemon/router.h"
+
+namespace gearbox {
+namespace {
+
+using std::chrono::milliseconds;
+using Kind = Interest::Kind;
+
+class ConnectionTest : public ::testing::Test {
+protected:
+  ConnectionTest() {
+    limits_.header_timeout = milliseconds(1000);
+    limits_.body_timeout = milliseconds(2000);
+    limits_.idle_timeout = milliseconds(3000);
+    limits_.send_timeout = milliseconds(4000);
+    limits_.max_body_bytes = 100;
+    std::vector<RouteConfig> routes(2);
+    routes[0].path = "/hello";
+    routes[0].handler = "text";
+    routes[1].path = "/sleep";
+    routes[1].handler = "wait";
+    router_ = std::make_unique<Router>(routes, ServerInfo{});
+    stats_ = StatsRegion::Create(1);
+    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
+    env_.limits = &limits_;
+    env_.draining = &draining_;
+    env_.request = &request_;
+    env_.response = &response_;
+  }
+
+  std::unique_ptr<Connection> Open(Protocol protocol = Protocol::kHttp) {
+    auto c = std::make_unique<Connection>(protocol, limits_);
+    c->Attach(&env_);
+    c->Accepted(now_, 0);
+    return c;
+  }
+  // Everything the connection wants written, as if the socket took it.
+  std::string Drain(Connection &c) {
+    std::string out(c.pending_out());
+    c.Sent(out.size(), now_);
+    return out;
+  }
+  WorkerStats &stats() { return stats_->Slot(0); }
+  uint64_t closed(CloseReason r) {
+    return stats().closed[static_cast<int>(r)].load();
+  }
+
+  LimitsConfig limits_;
+  std::unique_ptr<Router> router_;
+  std::shared_ptr<StatsRegion> stats_;
+  std::atomic<bool> draining_{false};
+  Request request_;
+  Response response_;
+  ConnectionEnv env_;
+  Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
+};
+
+constexpr std::string_view kHello = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
+
+TEST_F(ConnectionTest, ServesAndKeepsAlive) {
+  auto c = Open();
+  EXPECT_EQ(c->phase(), Phase::kFresh);
+  c->Received(kHello, now_);
+  Interest i = c->Next(now_);
+  EXPECT_TRUE(i.write);
+  EXPECT_EQ(i.kind, Kind::kRead);
+  EXPECT_EQ(i.deadline, now_ + limits_.idle_timeout);
+  EXPECT_EQ(c->phase(), Phase::kIdle);
+  EXPECT_EQ(Drain(*c).rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_FALSE(c->Next(now_).write);
+  EXPECT_EQ(stats().requests.load(), 1u);
+  EXPECT_FALSE(c->has_input());
+}
+
+TEST_F(ConnectionTest, PipelinedRequestsAnswerInOrder) {
+  auto c = Open();
+  std::string two =
+      std::string(kHello) + "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n";
+  c->Received(two, now_);
+  std::string out = Drain(*c);
+  size_t ok = out.find("200 OK"), missing = out.find("404 Not Found");
+  ASSERT_NE(ok, std::string::npos);
+  ASSERT_NE(missing, std::string::npos);
+  EXPECT_LT(ok, missing);
+  EXPECT_EQ(stats().requests.load(), 2u);
+}
+
+TEST_F(ConnectionTest, RequestSplitAcrossReadsIsServedOnce) {
+  auto c = Open();
+  for (char ch : kHello) {
+    c->Received(std::string_view(&ch, 1), now_);
+  }
+  EXPECT_EQ(stats().requests.load(), 1u);
+  EXPECT_NE(Drain(*c).find("200 OK"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, SilentFreshConnectionClosesUnansweredAtHeaderTimeout) {
+  auto c = Open();
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kRead);
+  EXPECT_EQ(i.deadline, now_ + limits_.header_timeout);
+  c->DeadlinePassed(now_ + milliseconds(999)); // early: nothing happens
+  EXPECT_EQ(c->Next(now_).kind, Kind::kRead);
+  c->DeadlinePassed(i.deadline);
+  i = c->Next(i.deadline);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_FALSE(i.write);
+  EXPECT_EQ(i.reason, CloseReason::kHeaderTimeout);
+  c->CountClosed();
+  EXPECT_EQ(closed(CloseReason::kHeaderTimeout), 1u);
+}
+
+TEST_F(ConnectionTest, PartialHeadGets408AtHeaderTimeoutFromAccept) {
+  auto c = Open();
+  const Clock::time_point due = now_ + limits_.header_timeout;
+  now_ += milliseconds(500);
+  c->Received("GET /hello HTTP/1.1\r\nHo", now_);
+  EXPECT_EQ(c->phase(), Phase::kHead);
+  EXPECT_EQ(c->Next(now_).deadline, due); // not reset by the first bytes
+  c->DeadlinePassed(due);
+  Interest i = c->Next(due);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_TRUE(i.write);
+  EXPECT_EQ(i.reason, CloseReason::kHeaderTimeout);
+  EXPECT_EQ(Drain(*c).rfind("HTTP/1.1 408", 0), 0u);
+}
+
+TEST_F(ConnectionTest, HeadAfterIdleGetsItsOwnHeaderTimeout) {
+  auto c = Open();
+  c->Received(kHello, now_);
+  Drain(*c);
+  now_ += milliseconds(2500);
+  c->Received("GET /he", now_);
+  EXPECT_EQ(c->Next(now_).deadline, now_ + limits_.header_timeout);
+}
+
+TEST_F(ConnectionTest, BodyGetsBodyTimeoutOnceHeadIsComplete) {
+  auto c = Open();
+  c->Received(
+      "POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n12345",
+      now_);
+  EXPECT_EQ(c->phase(), Phase::kBody);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.deadline, now_ + limits_.body_timeout);
+  now_ += milliseconds(100);
+  c->Received("67", now_); // a trickle does not extend it
+  EXPECT_EQ(c->Next(now_).deadline, i.deadline);
+  c->DeadlinePassed(i.deadline);
+  EXPECT_EQ(c->Next(i.deadline).reason, CloseReason::kHeaderTimeout);
+  EXPECT_EQ(Drain(*c).rfind("HTTP/1.1 408", 0), 0u);
+}
+
+TEST_F(ConnectionTest, IdleKeepAliveClosesAtIdleTimeout) {
+  auto c = Open();
+  c->Received(kHello, now_);
+  Drain(*c);
+  Interest i = c->Next(now_);
+  c->DeadlinePassed(i.deadline);
+  i = c->Next(i.deadline);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_FALSE(i.write);
+  EXPECT_EQ(i.reason, CloseReason::kIdleTimeout);
+}
+
+TEST_F(ConnectionTest, BadInputIsAnsweredCountedAndClosed) {
+  auto c = Open();
+  c->Received("GET /hello HTTP/1.1\r\nBad Header: x\r\n\r\n", now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_EQ(i.reason, CloseReason::kError);
+  EXPECT_EQ(Drain(*c).rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(stats().bad_input.load(), 1u);
+  EXPECT_EQ(stats().status_class[4].load(), 1u);
+}
+
+TEST_F(ConnectionTest, OversizedBodyIs413) {
+  auto c = Open();
+  c->Received("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n",
+              now_);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
+  EXPECT_EQ(Drain(*c).rfind("HTTP/1.1 413", 0), 0u);
+}
+
+TEST_F(ConnectionTest, ConnectionCloseClosesAfterTheResponse) {
+  auto c = Open();
+  c->Received("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+              now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_TRUE(i.write);
+  EXPECT_EQ(i.reason, CloseReason::kServer);
+}
+
+TEST_F(ConnectionTest, WaitingHandlerResumesAtItsDeadline) {
+  auto c = Open();
+  c->Received("GET /sleep?ms=50 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kHandler);
+  EXPECT_FALSE(i.write);
+  EXPECT_TRUE(i.read);
+  EXPECT_EQ(i.deadline, now_ + milliseconds(50));
+  EXPECT_EQ(stats().inflight.load(), 1u);
+  c->DeadlinePassed(now_ + milliseconds(10)); // early
+  EXPECT_EQ(c->Next(now_).kind, Kind::kHandler);
+  now_ += milliseconds(50);
+  c->DeadlinePassed(now_);
+  EXPECT_NE(Drain(*c).find("waited 50 ms"), std::string::npos);
+  EXPECT_EQ(stats().inflight.load(), 0u);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kRead);
+}
+
+TEST_F(ConnectionTest, PipelinedRequestWaitsBehindAWaitingHandler) {
+  auto c = Open();
+  c->Received(std::string("GET /sleep?ms=5 HTTP/1.1\r\nHost: a\r\n\r\n") +
+                  std::string(kHello),
+              now_);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kHandler);
+  EXPECT_TRUE(c->pending_out().empty());
+  now_ += milliseconds(5);
+  c->DeadlinePassed(now_);
+  std::string out = Drain(*c);
+  EXPECT_LT(out.find("waited 5 ms"), out.find("200 OK\r\nContent-Type"));
+  EXPECT_EQ(stats().requests.load(), 2u);
+}
+
+TEST_F(ConnectionTest, PeerClosingMidWaitCancelsTheExchange) {
+  auto c = Open();
+  c->Received("GET /sleep?ms=50 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  c->PeerClosed();
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_EQ(i.reason, CloseReason::kClient);
+  c->CountClosed();
+  EXPECT_EQ(stats().inflight.load(), 0u);
+  EXPECT_EQ(stats().busy.load(), 0u);
+  EXPECT_EQ(closed(CloseReason::kClient), 1u);
+  EXPECT_EQ(stats().requests.load(), 0u);
+}
+
+TEST_F(ConnectionTest, BlockedWriteIsBoundBySendTimeout) {
+  auto c = Open();
+  c->Received(kHello, now_);
+  c->Sent(3, now_);
+  c->WriteBlocked(now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kWrite);
+  EXPECT_EQ(i.deadline, now_ + limits_.send_timeout);
+  c->WriteBlocked(now_ + milliseconds(100)); // armed once, not per chunk
+  EXPECT_EQ(c->Next(now_).deadline, i.deadline);
+  c->DeadlinePassed(i.deadline);
+  i = c->Next(i.deadline);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_FALSE(i.write);
+  EXPECT_EQ(i.reason, CloseReason::kSendTimeout);
+}
+
+TEST_F(ConnectionTest, CompletedWriteRestartsTheIdleClock) {
+  auto c = Open();
+  c->Received(kHello, now_);
+  c->WriteBlocked(now_);
+  now_ += milliseconds(3500);
+  c->Sent(c->pending_out().size(), now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kRead);
+  EXPECT_TRUE(i.deadline_changed);
+  EXPECT_EQ(i.deadline, now_ + limits_.idle_timeout);
+}
+
+TEST_F(ConnectionTest, DrainClosesIdleButServesFreshAndInFlight) {
+  auto idle = Open();
+  idle->Received(kHello, now_);
+  Drain(*idle);
+  auto fresh = Open();
+  auto waiting = Open();
+  waiting->Received("GET /sleep?ms=5 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  draining_ = true;
+  Interest i = idle->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_EQ(i.reason, CloseReason::kDrain);
+  EXPECT_EQ(fresh->Next(now_).kind, Kind::kRead);
+  fresh->Received(kHello, now_);
+  i = fresh->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose); // answered, with Connection: close
+  EXPECT_NE(Drain(*fresh).find("Connection: close"), std::string::npos);
+  waiting->DeadlinePassed(now_ + milliseconds(5));
+  EXPECT_EQ(waiting->Next(now_).reason, CloseReason::kDrain);
+  EXPECT_NE(Drain(*waiting).find("waited 5 ms"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, RefusedConnectionGets503WithRetryAfter) {
+  auto c = Open();
+  c->Refuse();
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kClose);
+  std::string out = Drain(*c);
+  EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u);
+  EXPECT_NE(out.find("Retry-After: 1\r\n"), std::string::npos);
+  EXPECT_EQ(stats().rejected.load(), 1u);
+}
+
+class AnnounceClose final : public ResponsePolicy {
+public:
+  bool CloseAfterResponse() override { return true; }
+};
+
+TEST_F(ConnectionTest, PolicyCanAnnounceClose) {
+  AnnounceClose policy;
+  auto c = Open();
+  c->set_response_policy(&policy);
+  c->Received(kHello, now_);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
+  EXPECT_NE(Drain(*c).find("Connection: close"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, HeadHandedOffMidHeadIsServedByTheNextOwner) {
+  auto guard = Open();
+  guard->set_head_only(true);
+  guard->Received("GET /hello HTTP/1.1\r\n", now_);
+  EXPECT_EQ(guard->Next(now_).kind, Kind::kRead);
+  guard->Received("Host: a\r\n\r\n", now_);
+  EXPECT_EQ(guard->Next(now_).kind, Kind::kHeadReady);
+  EXPECT_EQ(stats().requests.load(), 0u);
+  ConnectionProgress progress = guard->Progress();
+  EXPECT_TRUE(progress.fresh);
+  EXPECT_EQ(progress.deadline, now_ + limits_.header_timeout);
+
+  Connection child(Protocol::kHttp, limits_);
+  child.Attach(&env_);
+  child.Adopt(progress, guard->input());
+  child.Process(now_);
+  EXPECT_EQ(stats().requests.load(), 1u);
+  EXPECT_NE(Drain(child).find("200 OK"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, FastCgiFramingErrorClosesSilently) {
+  auto c = Open(Protocol::kFastCgi);
+  c->Received(kHello, now_); // not FastCGI: a framing error, closed silently
+  EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
+  EXPECT_EQ(stats().bad_input.load(), 1u);
+}
+
+} // namespace
+} // namespace gearbox
