@@ -21,24 +21,24 @@ namespace gearbox {
 
 // State every loop of one model shares (read-mostly).
 struct AsyncShared {
-  const Listeners* listeners = nullptr;
-  const Router* router = nullptr;
-  const RequestLog* request_log = nullptr;
+  const Listeners *listeners = nullptr;
+  const Router *router = nullptr;
+  const RequestLog *request_log = nullptr;
   LimitsConfig limits;
   std::atomic<int64_t> open{
-      0};  // connections across all loops (max_connections)
+      0}; // connections across all loops (max_connections)
   int loops = 1;
   std::atomic<bool> draining{false};
-  std::atomic<int> loops_not_accepting{0};  // loops that saw draining
+  std::atomic<int> loops_not_accepting{0}; // loops that saw draining
   std::atomic<bool> aborting{false};
 };
 
 class AsyncLoop {
- public:
-  AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index);
+public:
+  AsyncLoop(AsyncShared &shared, WorkerStats &stats, int index);
   ~AsyncLoop();
-  AsyncLoop(const AsyncLoop&) = delete;
-  AsyncLoop& operator=(const AsyncLoop&) = delete;
+  AsyncLoop(const AsyncLoop &) = delete;
+  AsyncLoop &operator=(const AsyncLoop &) = delete;
 
   // Creates the base and the listener events; returns an error naming the call.
   std::string Init();
@@ -48,7 +48,7 @@ class AsyncLoop {
   void Join();
   bool exited() const { return exited_.load(); }
 
- private:
+private:
   friend struct AsyncCallbacks;
 
   void Run();
@@ -57,41 +57,33 @@ class AsyncLoop {
   void SetAccepting(bool on);
   void OnTick();
 
-  // Connection state machine.
-  void OnReadable(AsyncConnection* c);
-  void OnWritable(AsyncConnection* c);
-  void OnTimer(AsyncConnection* c);
-  // Parses and serves what is buffered in `input` (either the loop's read
-  // buffer or the connection's own). Returns false if the connection was
-  // closed.
-  bool Process(AsyncConnection* c, std::string_view input, bool from_scratch);
-  // Runs the exchange until it waits or completes. Returns true when complete.
-  bool Advance(AsyncConnection* c, Exchange& exchange, Response& response);
-  // Sends the loop's output buffer (after any older pending output).
-  enum class FlushResult { kAllSent, kPending, kError };
-  FlushResult Flush(AsyncConnection* c);
-  // After processing: flush, then close, wait for writability, or go back to
-  // reading with the right timer. Returns false if the connection was closed.
-  bool Settle(AsyncConnection* c);
-  void ArmRead(AsyncConnection* c);
-  void ArmTimer(AsyncConnection* c, std::chrono::microseconds d);
-  void ArmIdleTimer(AsyncConnection* c);
-  void Close(AsyncConnection* c, CloseReason reason);
-  void CloseIdleForDrain();
+  // libevent's side of a connection; the machine decides, these wait.
+  void OnReadable(AsyncConnection *c);
+  void OnWritable(AsyncConnection *c);
+  void OnTimer(AsyncConnection *c);
+  // Acts on what the machine wants next: send, arm read/write/timer, or
+  // close. Returns false if the connection was closed.
+  bool Settle(AsyncConnection *c, Clock::time_point now);
+  void Send(AsyncConnection *c, Clock::time_point now);
+  void ArmIo(AsyncConnection *c, short mode);
+  void ArmTimer(AsyncConnection *c, const Interest &interest,
+                Clock::time_point now);
+  void Close(AsyncConnection *c);
+  void SettleAllForDrain();
   bool Draining() const {
     return shared_.draining.load(std::memory_order_relaxed);
   }
 
-  AsyncShared& shared_;
-  WorkerStats& stats_;
+  AsyncShared &shared_;
+  WorkerStats &stats_;
   RequestCycle cycle_;
   const int index_;
-  event_base* base_ = nullptr;
-  std::vector<event*> listen_events_;
+  event_base *base_ = nullptr;
+  std::vector<event *> listen_events_;
   bool accepting_ = false;
   bool acknowledged_drain_ = false;
-  event* wake_event_ = nullptr;
-  event* tick_event_ = nullptr;
+  event *wake_event_ = nullptr;
+  event *tick_event_ = nullptr;
   int wake_fd_ = -1;
   std::chrono::steady_clock::time_point accept_paused_until_{};
   std::thread thread_;
@@ -99,14 +91,14 @@ class AsyncLoop {
 
   // Per-loop scratch, reused by every connection: no per-request allocation.
   std::string read_buffer_;
-  std::string out_buffer_;
   Request request_;
   Response response_;
+  ConnectionEnv env_;
 
-  AsyncConnection* head_ = nullptr;  // all connections of this loop
+  AsyncConnection *head_ = nullptr; // all connections of this loop
   int64_t conns_ = 0;
-  const timeval* idle_tv_ = nullptr;  // libevent common timeouts: O(1) re-arm
-  const timeval* header_tv_ = nullptr;
+  const timeval *idle_tv_ = nullptr; // libevent common timeouts: O(1) re-arm
+  const timeval *header_tv_ = nullptr;
 };
 
-}  // namespace gearbox
+} // namespace gearbox
