@@ -15,6 +15,7 @@
 #include "models/connection_handoff.h"
 #include "models/forked_process.h"
 #include "models/prefork_model.h"
+#include "models/prefork_policy.h"
 
 namespace gearbox {
 namespace {
@@ -33,174 +34,227 @@ constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 void OnTerm(int) { g_draining.store(true); }
 
-// Hands a slow connection to the master's head guard. False when there is no
-// guard or the channel is full: then the child serves it itself.
-bool Park(BlockingConnection& conn, uint32_t listener,
-          const PreforkChildArgs& args, int park_fd) {
-  if (park_fd < 0 || conn.in.size() > args.handoff_capacity) return false;
-  HandoffHeader header;
-  header.listener = listener;
-  header.fresh = conn.fresh ? 1 : 0;
-  header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           conn.deadline.time_since_epoch())
-                           .count();
-  header.ready_us = conn.ready_us;
-  header.replayed_out = conn.unconsumed_replies;
-  if (SendConnection(park_fd, conn.fd, header, conn.in.view()) != 0)
-    return false;
-  close(conn.fd);  // the guard has its own copy; not a close for the stats
-  conn.fd = -1;
-  return true;
+Clock::time_point FromNs(int64_t ns) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::nanoseconds(ns)));
 }
 
-}  // namespace
+// One child: its listeners, the guard's channels, its policy and its loop.
+class ChildLoop {
+ public:
+  explicit ChildLoop(const PreforkChildArgs& args)
+      : args_(args),
+        ctx_(*args.context),
+        stats_(ctx_.stats->Slot(static_cast<size_t>(args.slot))),
+        park_fd_(args.park_fd),
+        unpark_fd_(args.unpark_fd) {}
 
-void RunPreforkChild(const PreforkChildArgs& args) {
-  const ModelContext& ctx = *args.context;
+  void SetUp();
+  [[noreturn]] void Run();
+
+ private:
+  void Serve(BlockingConnection& c, uint32_t listener);
+  bool Park(BlockingConnection& c, uint32_t listener);
+  void TakeHandBack();
+  void AcceptFrom(size_t listener);
+  void StopParking();
+
+  const PreforkChildArgs& args_;
+  const ModelContext& ctx_;
+  WorkerStats& stats_;
+  int park_fd_;
+  int unpark_fd_;
+  std::vector<int> listen_fds_;
+  std::vector<int> waiting_fds_;
+  RealSleeper sleeper_;
+  Request request_;
+  Response response_;
+  BlockingContext bc_;
+  std::unique_ptr<PreforkPolicy> policy_;     // parks slow heads
+  std::unique_ptr<PreforkPolicy> no_parking_;  // when parking failed
+  uint64_t start_requests_ = 0;
+  Buffer inbox_;  // what the guard sends with a connection, reused
+};
+
+void ChildLoop::SetUp() {
   std::set<int> keep;
-  std::vector<int> listen_fds;
-  for (const Listener& l : *ctx.listeners) {
+  for (const Listener& l : *ctx_.listeners) {
     keep.insert(l.fd);
-    listen_fds.push_back(l.fd);
+    listen_fds_.push_back(l.fd);
   }
-  int park_fd = args.park_fd;
-  int unpark_fd = args.unpark_fd;
-  for (int fd : {args.ready_fd, park_fd, unpark_fd})
+  for (int fd : {args_.ready_fd, park_fd_, unpark_fd_})
     if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
   SetUpForkedSignals(&OnTerm);
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
 
-  WorkerStats& stats = ctx.stats->Slot(static_cast<size_t>(args.slot));
-  stats.pid.store(getpid());
-  stats.busy.store(0);
-  RealSleeper sleeper;
-  BlockingContext bc;
-  bc.cycle = {ctx.router.get(), &stats, ctx.request_log.get(), args.slot};
-  bc.limits = &ctx.config.limits;
-  bc.draining = &g_draining;
-  bc.sleeper = &sleeper;
+  stats_.pid.store(getpid());
+  stats_.busy.store(0);
+  bc_.env.cycle = {ctx_.router.get(), &stats_, ctx_.request_log.get(),
+                   args_.slot};
+  bc_.env.limits = &ctx_.config.limits;
+  bc_.env.draining = &g_draining;
+  bc_.env.request = &request_;
+  bc_.env.response = &response_;
+  bc_.sleeper = &sleeper_;
   // A client waits for a child when a listener has a connection queued or
   // the guard has a head ready: both make an idle keep-alive one give way.
-  std::vector<int> waiting_fds = listen_fds;
-  if (unpark_fd >= 0) waiting_fds.push_back(unpark_fd);
-  IdlePolicy idle{.park = false,
-                  .listeners = waiting_fds,
-                  .siblings = ctx.stats.get(),
-                  .sibling_count = static_cast<size_t>(args.workers),
-                  .self_slot = static_cast<size_t>(args.slot),
-                  .park_heads_after =
-                      park_fd >= 0 ? std::chrono::microseconds(kParkHeadsAfter)
-                                   : std::chrono::microseconds(0)};
-  IdlePolicy keep_it = idle;
-  keep_it.park_heads_after = {};
-
-  if (args.ready_fd >= 0) {
+  waiting_fds_ = listen_fds_;
+  if (unpark_fd_ >= 0) waiting_fds_.push_back(unpark_fd_);
+  PreforkPolicy::Options o{
+      .waiting_fds = waiting_fds_,
+      .siblings = ctx_.stats.get(),
+      .sibling_count = static_cast<size_t>(args_.workers),
+      .self_slot = static_cast<size_t>(args_.slot),
+      .park_heads_after = park_fd_ >= 0
+                              ? std::chrono::microseconds(kParkHeadsAfter)
+                              : std::chrono::microseconds(0),
+      .draining = &g_draining};
+  policy_ = std::make_unique<PreforkPolicy>(o);
+  o.park_heads_after = {};
+  no_parking_ = std::make_unique<PreforkPolicy>(o);
+  if (args_.ready_fd >= 0) {
     char byte = 1;
-    ssize_t n = write(args.ready_fd, &byte, 1);
+    ssize_t n = write(args_.ready_fd, &byte, 1);
     (void)n;
-    close(args.ready_fd);
+    close(args_.ready_fd);
   }
-  uint64_t start_requests = stats.requests.load();
-  auto serve = [&](BlockingConnection& conn, uint32_t listener) {
-    stats.open_conns.store(1);
-    if (ServeBlocking(conn, bc, idle) == ConnectionOutcome::kParked &&
-        !Park(conn, listener, args, park_fd)) {
-      ServeBlocking(conn, bc, keep_it);  // closes the fd and counts why
-    }
-    conn.fd = -1;
-    stats.open_conns.store(0);
-    // Not while draining: the child must stay for the heads the guard still
-    // hands back (it exits when the guard closes the unpark channel).
-    if (!g_draining.load() && args.max_requests > 0 &&
-        stats.requests.load() - start_requests >=
-            static_cast<uint64_t>(args.max_requests)) {
-      _exit(kChildRecycled);
-    }
-  };
+  start_requests_ = stats_.requests.load();
+}
 
+// Hands a slow connection to the master's head guard. False when there is no
+// guard or the channel is full: then the child serves it itself.
+bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
+  if (park_fd_ < 0 || c.conn.input().size() > args_.handoff_capacity)
+    return false;
+  const ConnectionProgress p = c.conn.Progress();
+  HandoffHeader header;
+  header.listener = listener;
+  header.fresh = p.fresh ? 1 : 0;
+  header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           p.deadline.time_since_epoch())
+                           .count();
+  header.ready_us = p.ready_us;
+  header.replayed_out = p.replayed_out;
+  if (SendConnection(park_fd_, c.fd, header, c.conn.input()) != 0)
+    return false;
+  close(c.fd);  // the guard has its own copy; not a close for the stats
+  c.fd = -1;
+  return true;
+}
+
+void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
+  stats_.open_conns.store(1);
+  if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
+      !Park(c, listener)) {
+    ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
+  }
+  stats_.open_conns.store(0);
+  // Not while draining: the child must stay for the heads the guard still
+  // hands back (it exits when the guard closes the unpark channel).
+  if (!g_draining.load() && args_.max_requests > 0 &&
+      stats_.requests.load() - start_requests_ >=
+          static_cast<uint64_t>(args_.max_requests)) {
+    _exit(kChildRecycled);
+  }
+}
+
+// No more parking: once every child has closed its copy of the park end, the
+// guard knows none will come, finishes the heads it holds and then closes the
+// unpark end, which is when draining children exit.
+void ChildLoop::StopParking() {
+  if (park_fd_ >= 0) close(park_fd_);
+  park_fd_ = -1;
+  policy_->stop_parking();
+}
+
+void ChildLoop::TakeHandBack() {
+  inbox_.Consume(inbox_.size());
+  HandoffHeader header;
+  int fd = ReceiveConnection(unpark_fd_, args_.handoff_capacity, header,
+                             inbox_);
+  if (fd == kHandoffEnd) {
+    close(unpark_fd_);
+    unpark_fd_ = -1;
+    // Only while draining, in practice (the master holds a copy of the
+    // sending end until then); if not, park nothing from now on.
+    waiting_fds_.pop_back();
+    policy_->set_waiting_fds(waiting_fds_);
+    no_parking_->set_waiting_fds(waiting_fds_);
+    StopParking();
+  } else if (fd < 0 && errno == EPROTO) {
+    // A connection that arrived without its fd or cut short (see
+    // ReceiveConnection): the kernel closed it; count the loss.
+    stats_.CountClose(CloseReason::kError);
+  } else if (fd >= 0 && header.listener < listen_fds_.size()) {
+    BlockingConnection c(fd, (*ctx_.listeners)[header.listener].protocol,
+                         ctx_.config.limits);
+    c.conn.Attach(&bc_.env);
+    c.conn.Adopt({.fresh = header.fresh != 0,
+                  .deadline = FromNs(header.deadline_ns),
+                  .ready_us = header.ready_us,
+                  .replayed_out = header.replayed_out},
+                 inbox_.view());
+    Serve(c, header.listener);
+  } else if (fd >= 0) {
+    close(fd);  // a listener this generation does not have: cannot happen
+    stats_.CountClose(CloseReason::kError);
+  }
+}
+
+void ChildLoop::AcceptFrom(size_t listener) {
+  AcceptError error;
+  int fd = AcceptConnection(listen_fds_[listener], error);
+  if (fd < 0) {
+    // Out of descriptors: back off instead of spinning on a ready listener.
+    if (error == AcceptError::kExhausted)
+      std::this_thread::sleep_for(kAcceptPause);
+    return;
+  }
+  Bump(stats_.accepted);
+  BlockingConnection c(fd, (*ctx_.listeners)[listener].protocol,
+                       ctx_.config.limits);
+  c.conn.Attach(&bc_.env);
+  c.conn.Accepted(Clock::now(), NowMicros());
+  Serve(c, static_cast<uint32_t>(listener));
+}
+
+// Several listeners (HTTP + FastCGI) and the guard's channel: poll, then take
+// whichever is ready. All children wait on the same sockets; the kernel hands
+// each connection to one of them and the others get EAGAIN.
+void ChildLoop::Run() {
   std::vector<pollfd> pfds;
-  Buffer inbox;  // what the guard sends with a connection
   bool accepting = true;
   for (;;) {
     if (accepting && g_draining.load()) {
       accepting = false;
-      // No more parking: once every child has closed its copy of the park
-      // end, the guard knows none will come, finishes the heads it holds and
-      // then closes the unpark end, which is when draining children exit.
-      if (park_fd >= 0) close(park_fd);
-      park_fd = -1;
+      StopParking();
     }
-    if (!accepting && unpark_fd < 0) break;
-    // Several listeners (HTTP + FastCGI) and the guard's channel: poll, then
-    // take whichever is ready. All children wait on the same sockets; the
-    // kernel hands each connection to one of them and the others get EAGAIN.
+    if (!accepting && unpark_fd_ < 0) break;
     pfds.clear();
-    if (unpark_fd >= 0) pfds.push_back({unpark_fd, POLLIN, 0});
+    if (unpark_fd_ >= 0) pfds.push_back({unpark_fd_, POLLIN, 0});
     const size_t first_listener = pfds.size();
     if (accepting)
-      for (int fd : listen_fds) pfds.push_back({fd, POLLIN, 0});
+      for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
     int n = poll(pfds.data(), pfds.size(), 1000);
     if (n < 0) continue;  // EINTR: look at g_draining again
     if (getppid() == 1) break;
     // Heads the guard completed first: those clients have waited longest.
-    if (unpark_fd >= 0 && pfds[0].revents) {
-      inbox.Consume(inbox.size());  // one buffer, reused for every hand-back
-      HandoffHeader header;
-      int fd =
-          ReceiveConnection(unpark_fd, args.handoff_capacity, header, inbox);
-      if (fd == kHandoffEnd) {
-        close(unpark_fd);
-        unpark_fd = -1;
-        // Only while draining, in practice (the master holds a copy of the
-        // sending end until then); if not, park nothing from now on.
-        waiting_fds.pop_back();
-        idle.listeners = waiting_fds;
-        keep_it.listeners = waiting_fds;
-        idle.park_heads_after = {};
-        if (park_fd >= 0) close(park_fd);
-        park_fd = -1;
-      } else if (fd < 0 && errno == EPROTO) {
-        // A connection that arrived without its fd or cut short (see
-        // ReceiveConnection): the kernel closed it; count the loss.
-        stats.CountClose(CloseReason::kError);
-      } else if (fd >= 0 && header.listener < listen_fds.size()) {
-        BlockingConnection conn(fd, (*ctx.listeners)[header.listener].protocol,
-                                ctx.config.limits);
-        conn.in.Append(inbox.view());
-        conn.fresh = header.fresh != 0;
-        conn.in_request = true;
-        conn.deadline =
-            Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-                std::chrono::nanoseconds(header.deadline_ns)));
-        conn.ready_us = header.ready_us;
-        conn.replayed_out = header.replayed_out;
-        serve(conn, header.listener);
-      } else if (fd >= 0) {
-        close(fd);  // a listener this generation does not have: cannot happen
-        stats.CountClose(CloseReason::kError);
-      }
-    }
+    if (unpark_fd_ >= 0 && pfds[0].revents) TakeHandBack();
     for (size_t i = first_listener; i < pfds.size() && !g_draining.load();
          ++i) {
-      if (!(pfds[i].revents & POLLIN)) continue;
-      const size_t listener = i - first_listener;
-      AcceptError error;
-      int fd = AcceptConnection(pfds[i].fd, error);
-      if (fd < 0) {
-        // Out of descriptors: back off instead of spinning on a ready listener.
-        if (error == AcceptError::kExhausted)
-          std::this_thread::sleep_for(kAcceptPause);
-        continue;
-      }
-      Bump(stats.accepted);
-      BlockingConnection conn(fd, (*ctx.listeners)[listener].protocol,
-                              ctx.config.limits);
-      conn.ready_us = NowMicros();
-      serve(conn, static_cast<uint32_t>(listener));
+      if (pfds[i].revents & POLLIN) AcceptFrom(i - first_listener);
     }
   }
   _exit(kChildDrained);
+}
+
+}  // namespace
+
+void RunPreforkChild(const PreforkChildArgs& args) {
+  ChildLoop loop(args);
+  loop.SetUp();
+  loop.Run();
 }
 
 }  // namespace gearbox

@@ -1,0 +1,255 @@
+#include "models/connection_poller.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/logging.h"
+#include "models/accept_util.h"
+
+namespace gearbox {
+namespace {
+
+constexpr uint64_t kListenerTag = 1ull << 63;
+constexpr uint64_t kWakeTag = 1ull << 62;
+
+}  // namespace
+
+ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
+                                   const std::atomic<bool>& draining)
+    : ctx_(ctx), queue_(queue), draining_(draining) {
+  env_.cycle = {ctx.router.get(), &ctx.stats->Slot(0), ctx.request_log.get(),
+                0};
+  env_.limits = &ctx.config.limits;
+  env_.draining = &draining;
+  env_.request = &request_;
+  env_.response = &response_;
+}
+
+ConnectionPoller::~ConnectionPoller() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status ConnectionPoller::Init() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0)
+    return Status::Error(std::string("epoll_create1: ") + strerror(errno));
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0)
+    return Status::Error(std::string("eventfd: ") + strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  return SetListening(true);
+}
+
+void ConnectionPoller::StartThread() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ConnectionPoller::Wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;
+}
+
+void ConnectionPoller::WaitDrainAcknowledged() {
+  Wake();
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(1);
+  while (!acknowledged_.load() && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void ConnectionPoller::Stop() {
+  stop_.store(true);
+  Wake();
+  if (thread_.joinable()) thread_.join();
+  while (!parked_.empty()) {
+    BlockingConnection* c = parked_.begin()->second;
+    Unlink(c);
+    c->conn.Abort(CloseReason::kDrain);
+    Finish(c);
+  }
+}
+
+Status ConnectionPoller::SetListening(bool on) {
+  for (size_t i = 0; i < ctx_.listeners->size(); ++i) {
+    int fd = (*ctx_.listeners)[i].fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenerTag | i;
+    int rc = epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+    if (rc != 0 && on) {
+      return Status::Error("epoll_ctl(ADD, fd=" + std::to_string(fd) +
+                           "): " + strerror(errno));
+    }
+  }
+  listening_ = on;
+  return Status::Ok();
+}
+
+// Backpressure: at max_connections stop accepting; the kernel backlog
+// absorbs the burst until connections close.
+void ConnectionPoller::AdjustListening() {
+  if (drain_seen_) return;
+  const bool at_cap = open() >= ctx_.config.limits.max_connections;
+  const bool paused = Clock::now() < accept_paused_until_;
+  if ((at_cap || paused) && listening_) SetListening(false);
+  if (!at_cap && !paused && !listening_) SetListening(true);
+}
+
+// Stop accepting; idle keep-alive clients are closed at once.
+void ConnectionPoller::OnDrain() {
+  drain_seen_ = true;
+  if (listening_) SetListening(false);
+  CloseIdleParked();
+  queue_.SetHeld(parked_.size());
+  acknowledged_.store(true);
+}
+
+void ConnectionPoller::Loop() {
+  std::vector<epoll_event> events(256);
+  while (!stop_.load()) {
+    if (draining_.load() && !drain_seen_) OnDrain();
+    AdjustListening();
+    int timeout_ms = NextExpiryMs();
+    if (!listening_ && !drain_seen_) timeout_ms = std::min(timeout_ms, 50);
+    int n = epoll_wait(epoll_fd_, events.data(),
+                       static_cast<int>(events.size()), timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      LogError("epoll_wait_failed", "epfd={} error={}", epoll_fd_,
+               LogQuote(strerror(errno)));
+      continue;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = events[static_cast<size_t>(i)].data.u64;
+      if (tag == kWakeTag) {
+        uint64_t v;
+        ssize_t r = read(wake_fd_, &v, sizeof(v));
+        (void)r;
+      } else if (tag & kListenerTag) {
+        if (listening_) AcceptFrom(tag & ~kListenerTag);
+      } else {
+        auto* c = reinterpret_cast<BlockingConnection*>(tag);
+        Unlink(c);
+        Dispatch(c);
+      }
+    }
+    queue_.TakeReturned(returned_);
+    for (BlockingConnection* c : returned_) Park(c);
+    returned_.clear();
+    ExpireParked();
+    // While draining only busy connections stay parked (idle ones are
+    // closed), so the count tells Drain() whether any are left.
+    if (drain_seen_) queue_.SetHeld(parked_.size());
+  }
+}
+
+void ConnectionPoller::AcceptFrom(size_t index) {
+  const Listener& l = (*ctx_.listeners)[index];
+  for (int batch = 0; batch < 64; ++batch) {
+    if (open() >= ctx_.config.limits.max_connections) return;
+    AcceptError error;
+    int fd = AcceptConnection(l.fd, error);
+    if (fd < 0) {
+      if (error == AcceptError::kExhausted) {
+        // Out of descriptors: stop watching the listeners for a moment.
+        SetListening(false);
+        accept_paused_until_ = Clock::now() + kAcceptPause;
+      }
+      return;
+    }
+    Bump(env_.cycle.stats->accepted);
+    open_.fetch_add(1, std::memory_order_relaxed);
+    auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
+    c->conn.Attach(&env_);
+    c->conn.Accepted(Clock::now(), 0);
+    Dispatch(c);
+  }
+}
+
+// Queue the connection for a worker, or refuse it with 503 when the queue is
+// full: overload is explicit and memory stays bounded.
+void ConnectionPoller::Dispatch(BlockingConnection* c) {
+  if (queue_.Push(c)) return;
+  c->conn.Attach(&env_);
+  c->conn.Refuse();
+  Finish(c);
+}
+
+void ConnectionPoller::Finish(BlockingConnection* c) {
+  SendAndForget(c->fd, c->conn.pending_out());
+  CloseBlocking(*c);
+  delete c;
+  open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ConnectionPoller::Park(BlockingConnection* c) {
+  c->conn.Attach(&env_);
+  const Clock::time_point now = Clock::now();
+  if (c->conn.Next(now).kind == Interest::Kind::kClose) {
+    Finish(c);  // idle while draining: closed now
+    return;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.ptr = c;
+  // Each connection is added once and re-armed with MOD afterwards.
+  if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+                c->fd, &ev) != 0) {
+    c->conn.Abort(CloseReason::kError);
+    Finish(c);
+    return;
+  }
+  c->registered = true;
+  // The machine's deadline: header/body timeout for a request in progress,
+  // header_timeout for a fresh connection, idle_timeout between requests.
+  c->park_entry = parked_.emplace(c->conn.deadline(), c);
+  c->parked = true;
+}
+
+void ConnectionPoller::Unlink(BlockingConnection* c) {
+  if (!c->parked) return;
+  parked_.erase(c->park_entry);
+  c->parked = false;
+}
+
+int ConnectionPoller::NextExpiryMs() const {
+  if (parked_.empty()) return 1000;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  parked_.begin()->first - Clock::now())
+                  .count();
+  return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 1000));
+}
+
+// O(expired * log n): the index is ordered by expiry.
+void ConnectionPoller::ExpireParked() {
+  const Clock::time_point now = Clock::now();
+  while (!parked_.empty() && parked_.begin()->first <= now) {
+    BlockingConnection* c = parked_.begin()->second;
+    Unlink(c);
+    c->conn.DeadlinePassed(now);
+    Finish(c);  // with the 408 it may be owed
+  }
+}
+
+void ConnectionPoller::CloseIdleParked() {
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    BlockingConnection* c = it->second;
+    ++it;
+    // Mid-request or fresh (accepted, first request not here yet): let it
+    // finish, or time out.
+    if (c->conn.phase() != Phase::kIdle) continue;
+    Unlink(c);
+    c->conn.Abort(CloseReason::kDrain);
+    Finish(c);
+  }
+}
+
+}  // namespace gearbox
