@@ -13,10 +13,11 @@ namespace {
 constexpr size_t kReadChunk = 16384;
 
 // Sends until the socket is full or everything went.
-void SendSome(BlockingConnection& c, Clock::time_point now) {
+void SendSome(BlockingConnection &c, Clock::time_point now) {
   for (;;) {
     std::string_view out = c.conn.pending_out();
-    if (out.empty()) return;
+    if (out.empty())
+      return;
     ssize_t n = send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c.conn.Sent(static_cast<size_t>(n), now);
@@ -33,16 +34,18 @@ void SendSome(BlockingConnection& c, Clock::time_point now) {
 }
 
 // One non-blocking read into the machine. False: the socket had nothing.
-bool ReadSome(BlockingConnection& c, Clock::time_point now) {
+bool ReadSome(BlockingConnection &c, Clock::time_point now) {
   for (;;) {
-    char* tail = c.conn.ReadSpace(kReadChunk);
+    char *tail = c.conn.ReadSpace(kReadChunk);
     ssize_t n = recv(c.fd, tail, c.conn.ReadRoom(), MSG_DONTWAIT);
     if (n > 0) {
       c.conn.Commit(static_cast<size_t>(n), now);
       return true;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return false;
     c.conn.PeerClosed();
     return true;
   }
@@ -50,32 +53,33 @@ bool ReadSome(BlockingConnection& c, Clock::time_point now) {
 
 // The connection wants bytes: read, or wait as the policy says.
 // Returns true when the driver goes on, false when the policy took it.
-bool Read(BlockingConnection& c, const Interest& interest,
-          BlockingPolicy& policy, Clock::time_point now) {
-  if (ReadSome(c, now)) return true;
+bool Read(BlockingConnection &c, const Interest &interest,
+          BlockingPolicy &policy, Clock::time_point now) {
+  if (ReadSome(c, now))
+    return true;
   switch (policy.WaitReadable(c, interest)) {
-    case ReadWait::kReadable:
-    case ReadWait::kInterrupted:
-      return true;
-    case ReadWait::kTimedOut:
-      c.conn.DeadlinePassed(Clock::now());
-      return true;
-    case ReadWait::kPark:
-      // It may wait long: keep only the room its bytes need (a slowloris
-      // crowd cost 18 KB a connection with a read chunk each).
-      c.conn.Trim();
-      return false;
-    case ReadWait::kGiveUp:
-      c.conn.Abort(CloseReason::kServer);
-      return true;
-    case ReadWait::kError:
-      c.conn.Abort(CloseReason::kError);
-      return true;
+  case ReadWait::kReadable:
+  case ReadWait::kInterrupted:
+    return true;
+  case ReadWait::kTimedOut:
+    c.conn.DeadlinePassed(Clock::now());
+    return true;
+  case ReadWait::kPark:
+    // It may wait long: keep only the room its bytes need (a slowloris
+    // crowd cost 18 KB a connection with a read chunk each).
+    c.conn.Trim();
+    return false;
+  case ReadWait::kGiveUp:
+    c.conn.Abort(CloseReason::kServer);
+    return true;
+  case ReadWait::kError:
+    c.conn.Abort(CloseReason::kError);
+    return true;
   }
   return true;
 }
 
-}  // namespace
+} // namespace
 
 int MillisUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -84,13 +88,16 @@ int MillisUntil(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left + 1, 1 << 30));
 }
 
-bool WaitFor(int fd, short events, Clock::time_point deadline, bool* eintr) {
+bool WaitFor(int fd, short events, Clock::time_point deadline, bool *eintr) {
   pollfd p{fd, events, 0};
   for (;;) {
     int n = poll(&p, 1, MillisUntil(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return true;
+    if (n > 0)
+      return true;
+    if (n == 0)
+      return false;
+    if (errno != EINTR)
+      return true;
     if (eintr) {
       *eintr = true;
       return true;
@@ -111,15 +118,17 @@ bool RealSleeper::SleepFor(std::chrono::microseconds d) {
 }
 
 BlockingConnection::BlockingConnection(int fd, Protocol protocol,
-                                       const LimitsConfig& limits)
+                                       const LimitsConfig &limits)
     : fd(fd), conn(protocol, limits) {}
 
 BlockingConnection::~BlockingConnection() {
-  if (fd >= 0) close(fd);
+  if (fd >= 0)
+    close(fd);
 }
 
-void CloseBlocking(BlockingConnection& c) {
-  if (c.fd < 0) return;
+void CloseBlocking(BlockingConnection &c) {
+  if (c.fd < 0)
+    return;
   close(c.fd);
   c.fd = -1;
   c.conn.CountClosed();
@@ -131,14 +140,15 @@ void SendAndForget(int fd, std::string_view bytes) {
   (void)n;
 }
 
-ConnectionOutcome ServeBlocking(BlockingConnection& c,
-                                const BlockingContext& ctx,
-                                BlockingPolicy& policy) {
+ConnectionOutcome ServeBlocking(BlockingConnection &c,
+                                const BlockingContext &ctx,
+                                BlockingPolicy &policy) {
   c.conn.Attach(&ctx.env);
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
-  if (c.conn.has_input()) c.conn.Process(Clock::now());
-  bool sent = false;  // one send attempt per change of output
+  if (c.conn.has_input())
+    c.conn.Process(Clock::now());
+  bool sent = false; // one send attempt per change of output
   for (;;) {
     const Clock::time_point now = Clock::now();
     Interest i = c.conn.Next(now);
@@ -149,39 +159,41 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
     }
     sent = false;
     switch (i.kind) {
-      case Interest::Kind::kClose:
-      case Interest::Kind::kHeadReady:  // no head-only connections here
-        CloseBlocking(c);
-        return ConnectionOutcome::kClosed;
-      case Interest::Kind::kProcess:
-        if (policy.TurnOver(c)) return ConnectionOutcome::kYield;
-        c.conn.Process(now);
-        break;
-      case Interest::Kind::kWrite:
-        if (WaitFor(c.fd, POLLOUT, i.deadline)) {
-          SendSome(c, Clock::now());
-        } else {
-          c.conn.DeadlinePassed(Clock::now());
-        }
-        break;
-      case Interest::Kind::kHandler:
-        if (ctx.sleeper->SleepFor(
-                std::chrono::duration_cast<std::chrono::microseconds>(
-                    i.deadline - now))) {
-          c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
-        } else {
-          c.conn.CutShort();
-        }
-        break;
-      case Interest::Kind::kRead:
-        if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
-          c.conn.Trim();
-          return ConnectionOutcome::kParked;  // its turn comes again
-        }
-        if (!Read(c, i, policy, now)) return ConnectionOutcome::kParked;
-        break;
+    case Interest::Kind::kClose:
+    case Interest::Kind::kHeadReady: // no head-only connections here
+      CloseBlocking(c);
+      return ConnectionOutcome::kClosed;
+    case Interest::Kind::kProcess:
+      if (policy.TurnOver(c))
+        return ConnectionOutcome::kYield;
+      c.conn.Process(now);
+      break;
+    case Interest::Kind::kWrite:
+      if (WaitFor(c.fd, POLLOUT, i.deadline)) {
+        SendSome(c, Clock::now());
+      } else {
+        c.conn.DeadlinePassed(Clock::now());
+      }
+      break;
+    case Interest::Kind::kHandler:
+      if (ctx.sleeper->SleepFor(
+              std::chrono::duration_cast<std::chrono::microseconds>(i.deadline -
+                                                                    now))) {
+        c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
+      } else {
+        c.conn.CutShort();
+      }
+      break;
+    case Interest::Kind::kRead:
+      if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
+        c.conn.Trim();
+        return ConnectionOutcome::kParked; // its turn comes again
+      }
+      if (!Read(c, i, policy, now))
+        return ConnectionOutcome::kParked;
+      break;
     }
   }
 }
 
-}  // namespace gearbox
+} // namespace gearbox

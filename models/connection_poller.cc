@@ -17,10 +17,10 @@ namespace {
 constexpr uint64_t kListenerTag = 1ull << 63;
 constexpr uint64_t kWakeTag = 1ull << 62;
 
-}  // namespace
+} // namespace
 
-ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
-                                   const std::atomic<bool>& draining)
+ConnectionPoller::ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
+                                   const std::atomic<bool> &draining)
     : ctx_(ctx), queue_(queue), draining_(draining) {
   env_.cycle = {ctx.router.get(), &ctx.stats->Slot(0), ctx.request_log.get(),
                 0};
@@ -31,8 +31,10 @@ ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
 }
 
 ConnectionPoller::~ConnectionPoller() {
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
+  if (epoll_fd_ >= 0)
+    close(epoll_fd_);
+  if (wake_fd_ >= 0)
+    close(wake_fd_);
 }
 
 Status ConnectionPoller::Init() {
@@ -69,9 +71,10 @@ void ConnectionPoller::WaitDrainAcknowledged() {
 void ConnectionPoller::Stop() {
   stop_.store(true);
   Wake();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable())
+    thread_.join();
   while (!parked_.empty()) {
-    BlockingConnection* c = parked_.begin()->second;
+    BlockingConnection *c = parked_.begin()->second;
     Unlink(c);
     c->conn.Abort(CloseReason::kDrain);
     Finish(c);
@@ -97,17 +100,21 @@ Status ConnectionPoller::SetListening(bool on) {
 // Backpressure: at max_connections stop accepting; the kernel backlog
 // absorbs the burst until connections close.
 void ConnectionPoller::AdjustListening() {
-  if (drain_seen_) return;
+  if (drain_seen_)
+    return;
   const bool at_cap = open() >= ctx_.config.limits.max_connections;
   const bool paused = Clock::now() < accept_paused_until_;
-  if ((at_cap || paused) && listening_) SetListening(false);
-  if (!at_cap && !paused && !listening_) SetListening(true);
+  if ((at_cap || paused) && listening_)
+    SetListening(false);
+  if (!at_cap && !paused && !listening_)
+    SetListening(true);
 }
 
 // Stop accepting; idle keep-alive clients are closed at once.
 void ConnectionPoller::OnDrain() {
   drain_seen_ = true;
-  if (listening_) SetListening(false);
+  if (listening_)
+    SetListening(false);
   CloseIdleParked();
   queue_.SetHeld(parked_.size());
   acknowledged_.store(true);
@@ -116,10 +123,12 @@ void ConnectionPoller::OnDrain() {
 void ConnectionPoller::Loop() {
   std::vector<epoll_event> events(256);
   while (!stop_.load()) {
-    if (draining_.load() && !drain_seen_) OnDrain();
+    if (draining_.load() && !drain_seen_)
+      OnDrain();
     AdjustListening();
     int timeout_ms = NextExpiryMs();
-    if (!listening_ && !drain_seen_) timeout_ms = std::min(timeout_ms, 50);
+    if (!listening_ && !drain_seen_)
+      timeout_ms = std::min(timeout_ms, 50);
     int n = epoll_wait(epoll_fd_, events.data(),
                        static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -134,27 +143,31 @@ void ConnectionPoller::Loop() {
         ssize_t r = read(wake_fd_, &v, sizeof(v));
         (void)r;
       } else if (tag & kListenerTag) {
-        if (listening_) AcceptFrom(tag & ~kListenerTag);
+        if (listening_)
+          AcceptFrom(tag & ~kListenerTag);
       } else {
-        auto* c = reinterpret_cast<BlockingConnection*>(tag);
+        auto *c = reinterpret_cast<BlockingConnection *>(tag);
         Unlink(c);
         Dispatch(c);
       }
     }
     queue_.TakeReturned(returned_);
-    for (BlockingConnection* c : returned_) Park(c);
+    for (BlockingConnection *c : returned_)
+      Park(c);
     returned_.clear();
     ExpireParked();
     // While draining only busy connections stay parked (idle ones are
     // closed), so the count tells Drain() whether any are left.
-    if (drain_seen_) queue_.SetHeld(parked_.size());
+    if (drain_seen_)
+      queue_.SetHeld(parked_.size());
   }
 }
 
 void ConnectionPoller::AcceptFrom(size_t index) {
-  const Listener& l = (*ctx_.listeners)[index];
+  const Listener &l = (*ctx_.listeners)[index];
   for (int batch = 0; batch < 64; ++batch) {
-    if (open() >= ctx_.config.limits.max_connections) return;
+    if (open() >= ctx_.config.limits.max_connections)
+      return;
     AcceptError error;
     int fd = AcceptConnection(l.fd, error);
     if (fd < 0) {
@@ -167,7 +180,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
     }
     Bump(env_.cycle.stats->accepted);
     open_.fetch_add(1, std::memory_order_relaxed);
-    auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
+    auto *c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
     c->conn.Attach(&env_);
     c->conn.Accepted(Clock::now(), 0);
     Dispatch(c);
@@ -176,33 +189,34 @@ void ConnectionPoller::AcceptFrom(size_t index) {
 
 // Queue the connection for a worker, or refuse it with 503 when the queue is
 // full: overload is explicit and memory stays bounded.
-void ConnectionPoller::Dispatch(BlockingConnection* c) {
-  if (queue_.Push(c)) return;
+void ConnectionPoller::Dispatch(BlockingConnection *c) {
+  if (queue_.Push(c))
+    return;
   c->conn.Attach(&env_);
   c->conn.Refuse();
   Finish(c);
 }
 
-void ConnectionPoller::Finish(BlockingConnection* c) {
+void ConnectionPoller::Finish(BlockingConnection *c) {
   SendAndForget(c->fd, c->conn.pending_out());
   CloseBlocking(*c);
   delete c;
   open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ConnectionPoller::Park(BlockingConnection* c) {
+void ConnectionPoller::Park(BlockingConnection *c) {
   c->conn.Attach(&env_);
   const Clock::time_point now = Clock::now();
   if (c->conn.Next(now).kind == Interest::Kind::kClose) {
-    Finish(c);  // idle while draining: closed now
+    Finish(c); // idle while draining: closed now
     return;
   }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
   ev.data.ptr = c;
   // Each connection is added once and re-armed with MOD afterwards.
-  if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
-                c->fd, &ev) != 0) {
+  if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd,
+                &ev) != 0) {
     c->conn.Abort(CloseReason::kError);
     Finish(c);
     return;
@@ -214,14 +228,16 @@ void ConnectionPoller::Park(BlockingConnection* c) {
   c->parked = true;
 }
 
-void ConnectionPoller::Unlink(BlockingConnection* c) {
-  if (!c->parked) return;
+void ConnectionPoller::Unlink(BlockingConnection *c) {
+  if (!c->parked)
+    return;
   parked_.erase(c->park_entry);
   c->parked = false;
 }
 
 int ConnectionPoller::NextExpiryMs() const {
-  if (parked_.empty()) return 1000;
+  if (parked_.empty())
+    return 1000;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                   parked_.begin()->first - Clock::now())
                   .count();
@@ -232,24 +248,25 @@ int ConnectionPoller::NextExpiryMs() const {
 void ConnectionPoller::ExpireParked() {
   const Clock::time_point now = Clock::now();
   while (!parked_.empty() && parked_.begin()->first <= now) {
-    BlockingConnection* c = parked_.begin()->second;
+    BlockingConnection *c = parked_.begin()->second;
     Unlink(c);
     c->conn.DeadlinePassed(now);
-    Finish(c);  // with the 408 it may be owed
+    Finish(c); // with the 408 it may be owed
   }
 }
 
 void ConnectionPoller::CloseIdleParked() {
   for (auto it = parked_.begin(); it != parked_.end();) {
-    BlockingConnection* c = it->second;
+    BlockingConnection *c = it->second;
     ++it;
     // Mid-request or fresh (accepted, first request not here yet): let it
     // finish, or time out.
-    if (c->conn.phase() != Phase::kIdle) continue;
+    if (c->conn.phase() != Phase::kIdle)
+      continue;
     Unlink(c);
     c->conn.Abort(CloseReason::kDrain);
     Finish(c);
   }
 }
 
-}  // namespace gearbox
+} // namespace gearbox

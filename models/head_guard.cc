@@ -15,7 +15,7 @@
 #include <list>
 #include <set>
 
-#include "daemon/codec.h"
+#include "daemon/connection/connection.h"
 #include "daemon/logging.h"
 #include "models/blocking_connection.h"
 #include "models/connection_handoff.h"
@@ -23,8 +23,6 @@
 
 namespace gearbox {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr size_t kReadChunk = 16384;
 // Parked connections taken from the channel per wake-up, so one burst cannot
@@ -39,13 +37,14 @@ Clock::time_point FromNs(int64_t ns) {
 timeval Until(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(
       deadline - Clock::now());
-  if (left.count() < 0) left = {};
+  if (left.count() < 0)
+    left = {};
   return {static_cast<time_t>(left.count() / 1000000),
           static_cast<suseconds_t>(left.count() % 1000000)};
 }
 
-uint64_t MaxHeld(const LimitsConfig& limits) {
-  constexpr uint64_t kSpareFds = 32;  // channels, epoll, signal pipe, stdio
+uint64_t MaxHeld(const LimitsConfig &limits) {
+  constexpr uint64_t kSpareFds = 32; // channels, epoll, signal pipe, stdio
   uint64_t cap = static_cast<uint64_t>(limits.max_connections);
   rlimit nofile{};
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
@@ -57,16 +56,14 @@ uint64_t MaxHeld(const LimitsConfig& limits) {
 
 class GuardLoop;
 
-// One parked connection.
+// One parked connection: the state machine in head-only mode, and its event.
 struct Guarded {
-  GuardLoop* guard = nullptr;
+  Guarded(Protocol protocol, const LimitsConfig &limits)
+      : conn(protocol, limits) {}
+  GuardLoop *guard = nullptr;
   int fd = -1;
-  HandoffHeader header;
-  std::unique_ptr<ServerCodec> codec;
-  Buffer in;
-  Request request;
-  std::string out;      // every reply the codec produced while parsing `in`
-  size_t out_sent = 0;  // the prefix of `out` the peer already has
+  uint32_t listener = 0;
+  Connection conn;
   event ev;
   bool armed = false;
   std::list<Guarded>::iterator self;
@@ -74,57 +71,63 @@ struct Guarded {
 
 // The guard process's event loop.
 class GuardLoop {
- public:
-  GuardLoop(const Listeners& listeners, const LimitsConfig& limits,
-            WorkerStats& stats, int park_rx, int unpark_tx, size_t capacity)
-      : listeners_(listeners),
-        limits_(limits),
-        stats_(stats),
-        park_rx_(park_rx),
-        unpark_tx_(unpark_tx),
-        capacity_(capacity) {}
+public:
+  GuardLoop(const Listeners &listeners, const LimitsConfig &limits,
+            WorkerStats &stats, int park_rx, int unpark_tx, size_t capacity)
+      : listeners_(listeners), limits_(limits), park_rx_(park_rx),
+        unpark_tx_(unpark_tx), capacity_(capacity) {
+    env_.cycle.stats = &stats;
+    env_.limits = &limits_;
+    env_.request = &request_;
+    env_.response = &response_;
+  }
 
   // Runs until parking is over and every held connection is dealt with, or
   // SIGTERM (then what is held is closed). Returns false if libevent fails.
   bool Run() {
     base_ = event_base_new();
-    if (!base_) return false;
+    if (!base_)
+      return false;
     park_event_ = event_new(base_, park_rx_, EV_READ | EV_PERSIST,
                             &GuardLoop::OnParkReadable, this);
     unpark_event_ = event_new(base_, unpark_tx_, EV_WRITE | EV_PERSIST,
                               &GuardLoop::OnUnparkWritable, this);
     term_event_ = evsignal_new(base_, SIGTERM, &GuardLoop::OnTerm, this);
-    if (!park_event_ || !unpark_event_ || !term_event_) return false;
+    if (!park_event_ || !unpark_event_ || !term_event_)
+      return false;
     event_add(park_event_, nullptr);
     event_add(term_event_, nullptr);
     event_base_dispatch(base_);
     return true;
   }
 
- private:
-  static void OnParkReadable(evutil_socket_t, short, void* arg) {
-    static_cast<GuardLoop*>(arg)->ReceiveParked();
+private:
+  static void OnParkReadable(evutil_socket_t, short, void *arg) {
+    static_cast<GuardLoop *>(arg)->ReceiveParked();
   }
-  static void OnUnparkWritable(evutil_socket_t, short, void* arg) {
-    static_cast<GuardLoop*>(arg)->FlushPending();
+  static void OnUnparkWritable(evutil_socket_t, short, void *arg) {
+    static_cast<GuardLoop *>(arg)->FlushPending();
   }
   // SIGTERM: the master gave up waiting (drain deadline) or died.
-  static void OnTerm(evutil_socket_t, short, void* arg) {
-    static_cast<GuardLoop*>(arg)->CloseAll();
+  static void OnTerm(evutil_socket_t, short, void *arg) {
+    static_cast<GuardLoop *>(arg)->CloseAll();
   }
-  static void OnConnection(evutil_socket_t, short what, void* arg) {
-    auto* c = static_cast<Guarded*>(arg);
+  static void OnConnection(evutil_socket_t, short what, void *arg) {
+    auto *c = static_cast<Guarded *>(arg);
     c->armed = false;
     if (what & EV_TIMEOUT) {
-      c->guard->TimeOut(*c);
+      c->conn.DeadlinePassed(Clock::now());
+      c->guard->Settle(*c);
     } else {
       c->guard->ReadHead(*c);
     }
   }
 
+  WorkerStats &stats() { return *env_.cycle.stats; }
+
   void ReceiveParked() {
     for (int i = 0; i < kReceiveBurst; ++i) {
-      inbox_.Consume(inbox_.size());  // one reused buffer for every message
+      inbox_.Consume(inbox_.size()); // one reused buffer for every message
       HandoffHeader header;
       int fd = ReceiveConnection(park_rx_, capacity_, header, inbox_);
       if (fd == kHandoffEnd) {
@@ -135,183 +138,186 @@ class GuardLoop {
         return;
       }
       if (fd < 0) {
-        if (errno != EPROTO) return;  // EAGAIN: nothing more queued
+        if (errno != EPROTO)
+          return; // EAGAIN: nothing more queued
         // Arrived without its fd (none left in this process: MSG_CTRUNC) or
         // cut short; the kernel closed the connection. Count the loss.
-        stats_.CountClose(CloseReason::kError);
+        stats().CountClose(CloseReason::kError);
         continue;
       }
       if (header.listener >= listeners_.size()) {
-        close(fd);  // cannot happen: the generation's own listeners
-        stats_.CountClose(CloseReason::kError);
+        close(fd); // cannot happen: the generation's own listeners
+        stats().CountClose(CloseReason::kError);
         continue;
       }
-      if (conns_.size() >= max_held_) {
-        Reject(fd, header);
-        continue;
-      }
-      conns_.emplace_front();
-      Guarded& c = conns_.front();
-      c.self = conns_.begin();
-      c.guard = this;
-      c.fd = fd;
-      c.header = header;
-      c.codec = MakeCodec(listeners_[header.listener].protocol, limits_);
-      c.in.Append(inbox_.view());
-      c.out_sent = header.replayed_out;
-      event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
-      Bump(stats_.parked);
-      UpdateGauge();
-      // Parse what the child had (a head can complete between its last read
-      // and the hand-over), then read whatever else is there.
-      ReadHead(c);
+      Hold(fd, header);
     }
   }
 
-  // Over max_held_ parked: the newcomer gets 503, as a full threadpool
-  // queue answers.
-  void Reject(int fd, const HandoffHeader& header) {
-    std::string out;
-    MakeCodec(listeners_[header.listener].protocol, limits_)
-        ->AppendError(503, "Retry-After: 1\r\n", out);
-    SendAndForget(fd, out);
-    close(fd);
-    Bump(stats_.rejected);
-    stats_.CountStatus(503);
-    stats_.CountClose(CloseReason::kServer);
+  void Hold(int fd, const HandoffHeader &header) {
+    conns_.emplace_front(listeners_[header.listener].protocol, limits_);
+    Guarded &c = conns_.front();
+    c.self = conns_.begin();
+    c.guard = this;
+    c.fd = fd;
+    c.listener = header.listener;
+    c.conn.Attach(&env_);
+    c.conn.set_head_only(true);
+    c.conn.Adopt({.fresh = header.fresh != 0,
+                  .deadline = FromNs(header.deadline_ns),
+                  .ready_us = header.ready_us,
+                  .replayed_out = header.replayed_out},
+                 inbox_.view());
+    event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
+    if (conns_.size() > max_held_) {
+      // Over max_held_ parked: the newcomer gets 503, as a full threadpool
+      // queue answers.
+      c.conn.Refuse();
+      Settle(c);
+      return;
+    }
+    Bump(stats().parked);
+    UpdateGauge();
+    // Parse what the child had (a head can complete between its last read
+    // and the hand-over), then read whatever else is there.
+    c.conn.Process(Clock::now());
+    ReadHead(c);
   }
 
-  void ReadHead(Guarded& c) {
+  void ReadHead(Guarded &c) {
+    const Clock::time_point now = Clock::now();
     for (;;) {
-      const size_t room = capacity_ - std::min(capacity_, c.in.size());
-      if (room == 0) break;
+      const size_t held = c.conn.input().size();
+      const size_t room = capacity_ - std::min(capacity_, held);
+      if (room == 0)
+        break;
       // Through a shared chunk, not straight into the connection's buffer:
       // a slowloris head is a few bytes at a time, and reserving a read-sized
       // buffer per held connection would cost 16 KiB each.
       const size_t want = std::min(sizeof(chunk_), room);
       ssize_t n = recv(c.fd, chunk_, want, 0);
       if (n > 0) {
-        c.in.Append(std::string_view(chunk_, static_cast<size_t>(n)));
-        Bump(stats_.bytes_in, static_cast<uint64_t>(n));
+        c.conn.Received(std::string_view(chunk_, static_cast<size_t>(n)), now);
+        if (c.conn.Next(now).kind != Interest::Kind::kRead)
+          break;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      Close(c, CloseReason::kClient);
-      return;
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        break;
+      c.conn.PeerClosed();
+      break;
     }
-    ServerCodec::Result r = c.codec->Parse(c.in.view(), c.request, c.out);
-    SendReplies(c);
-    switch (r.status) {
-      case ServerCodec::Status::kError:
-        Bump(stats_.bad_input);
-        if (r.error_status) stats_.CountStatus(r.error_status);
-        Close(c, CloseReason::kError);
-        return;
-      case ServerCodec::Status::kClose:
-        Close(c, CloseReason::kClient);
-        return;
-      case ServerCodec::Status::kComplete:
+    Settle(c);
+  }
+
+  // Acts on what the machine wants: replies out (best effort on a socket with
+  // an empty send buffer), a hand-back, a close, or more waiting.
+  void Settle(Guarded &c) {
+    const Clock::time_point now = Clock::now();
+    for (;;) {
+      Interest i = c.conn.Next(now);
+      if (i.write) {
+        std::string_view out = c.conn.pending_out();
+        SendAndForget(c.fd, out);
+        Bump(stats().bytes_out, out.size());
+        c.conn.Sent(out.size(), now);
+      }
+      switch (i.kind) {
+      case Interest::Kind::kHeadReady:
         HandBack(c);
         return;
-      case ServerCodec::Status::kIncomplete:
-        if (c.codec->InBody()) {
-          HandBack(c);  // the head is done; a child receives the body
+      case Interest::Kind::kClose:
+        Close(c);
+        return;
+      case Interest::Kind::kRead:
+        if (c.conn.input().size() >= capacity_) {
+          // Only a FastCGI peer sending management records without end
+          // could get here (a head beyond max_header_bytes was answered).
+          Bump(stats().bad_input);
+          c.conn.Abort(CloseReason::kError);
+        } else if (now >= i.deadline) {
+          c.conn.DeadlinePassed(now); // 408, or a silent close
+        } else {
+          timeval tv = Until(i.deadline);
+          event_add(&c.ev, &tv);
+          c.armed = true;
           return;
         }
         break;
+      default: // head-only: no handler, no blocked write
+        c.conn.Abort(CloseReason::kError);
+        break;
+      }
     }
-    if (c.in.size() >= capacity_) {
-      // Only a FastCGI peer sending management records without end could get
-      // here (a head beyond max_header_bytes was answered above).
-      Bump(stats_.bad_input);
-      Close(c, CloseReason::kError);
-      return;
-    }
-    if (Clock::now() >= FromNs(c.header.deadline_ns)) {
-      TimeOut(c);
-      return;
-    }
-    timeval tv = Until(FromNs(c.header.deadline_ns));
-    event_add(&c.ev, &tv);
-    c.armed = true;
   }
 
-  // Replies the codec produced beyond what the peer already has (FastCGI
-  // management records); best effort on a socket with an empty send buffer.
-  void SendReplies(Guarded& c) {
-    if (c.out.size() <= c.out_sent) return;
-    SendAndForget(c.fd, std::string_view(c.out).substr(c.out_sent));
-    Bump(stats_.bytes_out, c.out.size() - c.out_sent);
-    c.out_sent = c.out.size();
-  }
-
-  // 408 where the client sent part of a request; a connection that never
-  // sent a byte is closed without an answer, as a child closes it.
-  void TimeOut(Guarded& c) {
-    if (c.codec->InRequest()) {
-      std::string out;
-      c.codec->AppendError(408, {}, out);
-      SendAndForget(c.fd, out);
-      stats_.CountStatus(408);
-    }
-    Close(c, CloseReason::kHeaderTimeout);
-  }
-
-  void HandBack(Guarded& c) {
-    c.header.replayed_out = c.out.size();
+  void HandBack(Guarded &c) {
     if (!pending_.empty() || !Send(c)) {
       // Every child is busy and the channel is full: wait for room, in order.
       pending_.push_back(&c);
-      if (pending_.size() == 1) event_add(unpark_event_, nullptr);
+      if (pending_.size() == 1)
+        event_add(unpark_event_, nullptr);
       return;
     }
     Forget(c);
   }
 
   // False when the channel is full (try again when writable).
-  bool Send(Guarded& c) {
-    int err = SendConnection(unpark_tx_, c.fd, c.header, c.in.view());
-    if (err == 0) return true;
-    if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) return false;
+  bool Send(Guarded &c) {
+    const ConnectionProgress p = c.conn.Progress();
+    HandoffHeader header;
+    header.listener = c.listener;
+    header.fresh = p.fresh ? 1 : 0;
+    header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             p.deadline.time_since_epoch())
+                             .count();
+    header.ready_us = p.ready_us;
+    header.replayed_out = p.replayed_out;
+    int err = SendConnection(unpark_tx_, c.fd, header, c.conn.input());
+    if (err == 0)
+      return true;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS)
+      return false;
     LogWarn("head_guard_handback_failed", "error={} bytes={}",
-            LogQuote(strerror(err)), c.in.size());
-    std::string out;
-    c.codec->AppendError(503, "Retry-After: 1\r\n", out);
-    SendAndForget(c.fd, out);
-    Bump(stats_.rejected);
-    stats_.CountStatus(503);
-    c.fd = Closed(c.fd, CloseReason::kServer);
-    return true;  // dealt with: Forget() it
+            LogQuote(strerror(err)), c.conn.input().size());
+    c.conn.Refuse();
+    SendAndForget(c.fd, c.conn.pending_out());
+    CloseFd(c);
+    return true; // dealt with: Forget() it
   }
 
   void FlushPending() {
     while (!pending_.empty()) {
-      Guarded& c = *pending_.front();
-      if (!Send(c)) return;
+      Guarded &c = *pending_.front();
+      if (!Send(c))
+        return;
       pending_.pop_front();
       Forget(c);
     }
     event_del(unpark_event_);
   }
 
-  int Closed(int fd, CloseReason reason) {
-    if (fd >= 0) {
-      close(fd);
-      stats_.CountClose(reason);
-    }
-    return -1;
+  void CloseFd(Guarded &c) {
+    if (c.fd < 0)
+      return;
+    close(c.fd);
+    c.fd = -1;
+    c.conn.CountClosed();
   }
 
-  void Close(Guarded& c, CloseReason reason) {
-    c.fd = Closed(c.fd, reason);
+  void Close(Guarded &c) {
+    CloseFd(c);
     Forget(c);
   }
 
   // Drops the guard's record (and its fd, when it was handed back).
-  void Forget(Guarded& c) {
-    if (c.armed) event_del(&c.ev);
-    if (c.fd >= 0) close(c.fd);  // a child has its own copy now
+  void Forget(Guarded &c) {
+    if (c.armed)
+      event_del(&c.ev);
+    if (c.fd >= 0)
+      close(c.fd); // a child has its own copy now
     conns_.erase(c.self);
     UpdateGauge();
     MaybeFinish();
@@ -319,12 +325,16 @@ class GuardLoop {
 
   void CloseAll() {
     pending_.clear();
-    while (!conns_.empty()) Close(conns_.front(), CloseReason::kDrain);
+    while (!conns_.empty()) {
+      conns_.front().conn.Abort(CloseReason::kDrain);
+      Close(conns_.front());
+    }
     Finish();
   }
 
   void MaybeFinish() {
-    if (parking_over_ && conns_.empty()) Finish();
+    if (parking_over_ && conns_.empty())
+      Finish();
   }
 
   // Closing the unpark end is the draining children's signal to exit.
@@ -337,20 +347,22 @@ class GuardLoop {
     event_base_loopbreak(base_);
   }
 
-  void UpdateGauge() { stats_.open_conns.store(conns_.size()); }
+  void UpdateGauge() { stats().open_conns.store(conns_.size()); }
 
-  const Listeners& listeners_;
-  const LimitsConfig& limits_;
-  WorkerStats& stats_;
+  const Listeners &listeners_;
+  const LimitsConfig &limits_;
+  ConnectionEnv env_;
+  Request request_;
+  Response response_;
   int park_rx_;
   int unpark_tx_;
   const size_t capacity_;
-  event_base* base_ = nullptr;
-  event* park_event_ = nullptr;
-  event* unpark_event_ = nullptr;
-  event* term_event_ = nullptr;
+  event_base *base_ = nullptr;
+  event *park_event_ = nullptr;
+  event *unpark_event_ = nullptr;
+  event *term_event_ = nullptr;
   std::list<Guarded> conns_;
-  std::deque<Guarded*> pending_;  // head complete, waiting for channel room
+  std::deque<Guarded *> pending_; // head complete, waiting for channel room
   // max_connections, and never so many that the next hand-off could find no
   // descriptor left (the kernel would drop it unanswered): 503 first.
   const uint64_t max_held_ = MaxHeld(limits_);
@@ -361,11 +373,11 @@ class GuardLoop {
 
 void OnTermIgnored(int) {}
 
-}  // namespace
+} // namespace
 
-std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners& listeners,
-                                             const LimitsConfig& limits,
-                                             std::string* error) {
+std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners &listeners,
+                                             const LimitsConfig &limits,
+                                             std::string *error) {
   std::unique_ptr<HeadGuard> guard(new HeadGuard(listeners, limits));
   const size_t need =
       static_cast<size_t>(limits.max_header_bytes) + 2 * kReadChunk;
@@ -388,9 +400,10 @@ std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners& listeners,
 
 HeadGuard::~HeadGuard() { CloseForDrain(); }
 
-pid_t HeadGuard::Fork(WorkerStats& stats) {
+pid_t HeadGuard::Fork(WorkerStats &stats) {
   pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0)
+    return pid;
   // The guard process.
   CloseInheritedFds({park_[0], unpark_[1]});
   // SIGTERM is the event loop's (libevent installs its own handler); until it
@@ -398,7 +411,8 @@ pid_t HeadGuard::Fork(WorkerStats& stats) {
   SetUpForkedSignals(&OnTermIgnored);
   // `ps`, `top` and the tests tell it from the workers by this name.
   prctl(PR_SET_NAME, kHeadGuardProcessName);
-  if (getppid() == 1) _exit(1);  // the master is already gone
+  if (getppid() == 1)
+    _exit(1); // the master is already gone
   stats.pid.store(getpid());
   stats.tid.store(0);
   stats.open_conns.store(0);
@@ -412,10 +426,11 @@ pid_t HeadGuard::Fork(WorkerStats& stats) {
 }
 
 void HeadGuard::CloseForDrain() {
-  for (int* fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
-    if (*fd >= 0) close(*fd);
+  for (int *fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
+    if (*fd >= 0)
+      close(*fd);
     *fd = -1;
   }
 }
 
-}  // namespace gearbox
+} // namespace gearbox

@@ -29,27 +29,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kStormDeaths = 10;  // this many unexpected deaths ...
+constexpr int kStormDeaths = 10; // this many unexpected deaths ...
 constexpr auto kStormWindow =
-    std::chrono::seconds(10);  // ... within this window
+    std::chrono::seconds(10); // ... within this window
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
 struct Child {
-  pid_t pid = 0;  // 0 = not running
+  pid_t pid = 0; // 0 = not running
   Clock::time_point respawn_at{};
 };
 
 std::string DescribeStatus(int status) {
   if (WIFEXITED(status)) {
     switch (WEXITSTATUS(status)) {
-      case kChildDrained:
-        return "exit=drained";
-      case kChildRecycled:
-        return "exit=recycled";
-      case kChildSetupFailed:
-        return "exit=setup_failed";
-      default:
-        return "exit=" + std::to_string(WEXITSTATUS(status));
+    case kChildDrained:
+      return "exit=drained";
+    case kChildRecycled:
+      return "exit=recycled";
+    case kChildSetupFailed:
+      return "exit=setup_failed";
+    default:
+      return "exit=" + std::to_string(WEXITSTATUS(status));
     }
   }
   if (WIFSIGNALED(status))
@@ -58,21 +58,22 @@ std::string DescribeStatus(int status) {
 }
 
 class PreforkModel final : public Model {
- public:
+public:
   ~PreforkModel() override {
-    if (started_) Drain(Clock::now());
+    if (started_)
+      Drain(Clock::now());
   }
 
   std::string_view Name() const override { return "prefork"; }
 
   // One slot per child, then the head guard's.
-  size_t SlotsNeeded(const ModelConfig& config) const override {
+  size_t SlotsNeeded(const ModelConfig &config) const override {
     return static_cast<size_t>(Workers(config)) + 1;
   }
 
   int TotalWorkers() const override { return Workers(ctx_.config); }
 
-  Status Start(const ModelContext& ctx) override {
+  Status Start(const ModelContext &ctx) override {
     ctx_ = ctx;
     children_.resize(static_cast<size_t>(Workers(ctx.config)));
     // From here on Drain() (and the destructor) stops whatever was started,
@@ -109,7 +110,8 @@ class PreforkModel final : public Model {
     char byte;
     bool ok = n == 1 && read(ready[0], &byte, 1) == 1;
     close(ready[0]);
-    if (!ok) return Status::Error("prefork: no child became ready within 10 s");
+    if (!ok)
+      return Status::Error("prefork: no child became ready within 10 s");
     LogInfo("model_started",
             "model=prefork gen={} workers={} max_requests={} head_guard={}",
             ctx.generation, children_.size(), ctx.config.prefork.max_requests,
@@ -119,19 +121,23 @@ class PreforkModel final : public Model {
 
   void Maintain() override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (draining_) return;  // Drain() reaps its own children
+    if (draining_)
+      return; // Drain() reaps its own children
     const auto now = Clock::now();
     for (size_t i = 0; i < children_.size(); ++i) {
-      Child& c = children_[i];
+      Child &c = children_[i];
       if (c.pid > 0) {
         int status = 0;
         pid_t r = waitpid(c.pid, &status, WNOHANG);
-        if (r != c.pid) continue;
+        if (r != c.pid)
+          continue;
         OnChildExit(i, status, now);
       }
-      if (c.pid == 0 && now >= c.respawn_at) Spawn(i, -1);
+      if (c.pid == 0 && now >= c.respawn_at)
+        Spawn(i, -1);
     }
-    if (!guard_) return;
+    if (!guard_)
+      return;
     int status = 0;
     if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_) {
       // The heads it held are lost (their clients see a close); the channels
@@ -141,7 +147,8 @@ class PreforkModel final : public Model {
               GuardStats().open_conns.load());
       OnGuardGone();
     }
-    if (guard_pid_ == 0 && now >= guard_respawn_at_) SpawnGuard();
+    if (guard_pid_ == 0 && now >= guard_respawn_at_)
+      SpawnGuard();
   }
 
   void StopAccepting() override {
@@ -151,13 +158,16 @@ class PreforkModel final : public Model {
 
   void Drain(Deadline deadline) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!started_) return;
+    if (!started_)
+      return;
     StopAcceptingLocked();
     started_ = false;
     if (Clock::now() >= deadline) {
-      if (guard_pid_ > 0) kill(guard_pid_, SIGKILL);
-      for (Child& c : children_)
-        if (c.pid > 0) kill(c.pid, SIGKILL);
+      if (guard_pid_ > 0)
+        kill(guard_pid_, SIGKILL);
+      for (Child &c : children_)
+        if (c.pid > 0)
+          kill(c.pid, SIGKILL);
     }
     for (;;) {
       // The guard exits once the children have stopped parking and it has
@@ -165,13 +175,14 @@ class PreforkModel final : public Model {
       bool alive = false;
       if (guard_pid_ > 0) {
         if (waitpid(guard_pid_, nullptr, WNOHANG) == guard_pid_) {
-          OnGuardGone();  // held nothing, unless it was killed
+          OnGuardGone(); // held nothing, unless it was killed
         } else {
           alive = true;
         }
       }
-      for (Child& c : children_) {
-        if (c.pid <= 0) continue;
+      for (Child &c : children_) {
+        if (c.pid <= 0)
+          continue;
         int status;
         if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
           LogDebug("child_exited", "model=prefork pid={} {}", c.pid,
@@ -181,7 +192,8 @@ class PreforkModel final : public Model {
           alive = true;
         }
       }
-      if (!alive) break;
+      if (!alive)
+        break;
       if (Clock::now() >= deadline) {
         if (guard_pid_ > 0) {
           LogWarn("head_guard_killed",
@@ -190,8 +202,9 @@ class PreforkModel final : public Model {
           waitpid(guard_pid_, nullptr, 0);
           OnGuardGone();
         }
-        for (Child& c : children_) {
-          if (c.pid <= 0) continue;
+        for (Child &c : children_) {
+          if (c.pid <= 0)
+            continue;
           LogWarn("child_killed",
                   "model=prefork pid={} reason=graceful_timeout", c.pid);
           kill(c.pid, SIGKILL);
@@ -209,8 +222,8 @@ class PreforkModel final : public Model {
             ctx_.generation, spawned_, exited_, recycled_);
   }
 
- private:
-  static int Workers(const ModelConfig& c) {
+private:
+  static int Workers(const ModelConfig &c) {
     return c.foreground ? 1 : c.prefork.workers;
   }
 
@@ -218,10 +231,12 @@ class PreforkModel final : public Model {
   // another connection (it checks the flag between poll() and accept()), finish
   // the connection in hand and exit; no respawns from now on.
   void StopAcceptingLocked() {
-    if (draining_) return;
+    if (draining_)
+      return;
     draining_ = true;
-    for (Child& c : children_)
-      if (c.pid > 0) kill(c.pid, SIGTERM);
+    for (Child &c : children_)
+      if (c.pid > 0)
+        kill(c.pid, SIGTERM);
     if (guard_) {
       // Heads parked while no guard runs (it died and its successor is not
       // due yet) wait in the park channel; once the master drops its copy,
@@ -229,20 +244,22 @@ class PreforkModel final : public Model {
       int status = 0;
       if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_)
         OnGuardGone();
-      if (guard_pid_ == 0) SpawnGuard();
+      if (guard_pid_ == 0)
+        SpawnGuard();
       guard_->CloseForDrain();
     }
   }
 
-  WorkerStats& GuardStats() { return ctx_.stats->Slot(children_.size()); }
+  WorkerStats &GuardStats() { return ctx_.stats->Slot(children_.size()); }
 
   // The guard process is gone (reaped): the connections it held were closed
   // by the kernel with it; count them (they were counted accepted by a child).
   // Caller holds mu_.
   void OnGuardGone() {
-    WorkerStats& g = GuardStats();
+    WorkerStats &g = GuardStats();
     const uint64_t held = g.open_conns.load();
-    for (uint64_t i = 0; i < held; ++i) g.CountClose(CloseReason::kError);
+    for (uint64_t i = 0; i < held; ++i)
+      g.CountClose(CloseReason::kError);
     g.open_conns.store(0);
     g.pid.store(0);
     guard_pid_ = 0;
@@ -302,7 +319,7 @@ class PreforkModel final : public Model {
 
   // Caller holds mu_.
   void OnChildExit(size_t index, int status, Clock::time_point now) {
-    Child& c = children_[index];
+    Child &c = children_[index];
     ++exited_;
     const bool recycled =
         WIFEXITED(status) && WEXITSTATUS(status) == kChildRecycled;
@@ -319,7 +336,7 @@ class PreforkModel final : public Model {
             c.pid, DescribeStatus(status));
     ctx_.stats->Slot(index).busy.store(0);
     ctx_.stats->Slot(index).open_conns.store(0);
-    ctx_.stats->Slot(index).pid.store(0);  // not a free sibling while dead
+    ctx_.stats->Slot(index).pid.store(0); // not a free sibling while dead
     c.pid = 0;
     deaths_.push_back(now);
     while (!deaths_.empty() && now - deaths_.front() > kStormWindow)
@@ -344,8 +361,8 @@ class PreforkModel final : public Model {
   ModelContext ctx_;
   std::mutex mu_;
   std::vector<Child> children_;
-  std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
-  pid_t guard_pid_ = 0;               // 0 = not running
+  std::unique_ptr<HeadGuard> guard_; // null when it could not be set up
+  pid_t guard_pid_ = 0;              // 0 = not running
   Clock::time_point guard_respawn_at_{};
   std::deque<Clock::time_point> deaths_;
   Clock::duration backoff_{};
@@ -355,10 +372,10 @@ class PreforkModel final : public Model {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
-}  // namespace
+} // namespace
 
 std::unique_ptr<Model> MakePreforkModel() {
   return std::make_unique<PreforkModel>();
 }
 
-}  // namespace gearbox
+} // namespace gearbox

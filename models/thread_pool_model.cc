@@ -29,7 +29,7 @@ constexpr std::chrono::milliseconds kTurnSlice{10};
 
 // A per-worker sleeper that a forced stop can interrupt.
 class InterruptibleSleeper final : public Sleeper {
- public:
+public:
   bool SleepFor(std::chrono::microseconds d) override {
     std::unique_lock<std::mutex> lock(mu_);
     return !cv_.wait_for(lock, d, [this] { return aborted_; });
@@ -40,7 +40,7 @@ class InterruptibleSleeper final : public Sleeper {
     cv_.notify_all();
   }
 
- private:
+private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool aborted_ = false;
@@ -48,32 +48,32 @@ class InterruptibleSleeper final : public Sleeper {
 
 // A worker never blocks waiting for a client's bytes: the poller does that.
 class ParkWhenIdle final : public BlockingPolicy {
- public:
-  explicit ParkWhenIdle(const ReadyQueue& queue) : queue_(queue) {}
-  ReadWait WaitReadable(BlockingConnection&, const Interest&) override {
+public:
+  explicit ParkWhenIdle(const ReadyQueue &queue) : queue_(queue) {}
+  ReadWait WaitReadable(BlockingConnection &, const Interest &) override {
     return ReadWait::kPark;
   }
   // Its turn is over once it has had the worker for kTurnSlice and more
   // connections wait than there are idle workers.
-  bool TurnOver(const BlockingConnection& c) override {
+  bool TurnOver(const BlockingConnection &c) override {
     return Clock::now() - c.turn_started >= kTurnSlice &&
            queue_.queued().load(std::memory_order_relaxed) >
                queue_.idle_workers().load(std::memory_order_relaxed);
   }
 
- private:
-  const ReadyQueue& queue_;
+private:
+  const ReadyQueue &queue_;
 };
 
 // One worker thread's state.
 struct Worker {
   InterruptibleSleeper sleeper;
-  std::atomic<int> current_fd{-1};  // unblocked by a forced stop
+  std::atomic<int> current_fd{-1}; // unblocked by a forced stop
   std::thread thread;
 };
 
 class ThreadPoolModel final : public Model {
- public:
+public:
   ~ThreadPoolModel() override {
     if (state_ != DrainState::kIdle && state_ != DrainState::kStopped)
       Drain(Clock::now());
@@ -81,7 +81,7 @@ class ThreadPoolModel final : public Model {
 
   std::string_view Name() const override { return "threadpool"; }
 
-  size_t SlotsNeeded(const ModelConfig& config) const override {
+  size_t SlotsNeeded(const ModelConfig &config) const override {
     return 1 + static_cast<size_t>(Threads(config));
   }
 
@@ -89,14 +89,16 @@ class ThreadPoolModel final : public Model {
     return static_cast<int>(workers_.size());
   }
 
-  Status Start(const ModelContext& ctx) override {
+  Status Start(const ModelContext &ctx) override {
     ctx_ = ctx;
     queue_ = std::make_unique<ReadyQueue>(
         static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0));
     poller_ = std::make_unique<ConnectionPoller>(ctx_, *queue_, draining_);
-    if (Status s = poller_->Init(); !s.ok()) return s;
+    if (Status s = poller_->Init(); !s.ok())
+      return s;
     const int threads = Threads(ctx.config);
-    for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+    for (int i = 0; i < threads; ++i)
+      workers_.push_back(std::make_unique<Worker>());
     for (int i = 0; i < threads; ++i)
       workers_[static_cast<size_t>(i)]->thread =
           std::thread([this, i] { WorkerLoop(i); });
@@ -108,24 +110,28 @@ class ThreadPoolModel final : public Model {
   }
 
   void StopAccepting() override {
-    if (state_ != DrainState::kServing) return;
+    if (state_ != DrainState::kServing)
+      return;
     state_ = DrainState::kNotAccepting;
     draining_.store(true);
     poller_->WaitDrainAcknowledged();
   }
 
   void Drain(Deadline deadline) override {
-    if (state_ == DrainState::kIdle || state_ == DrainState::kStopped) return;
+    if (state_ == DrainState::kIdle || state_ == DrainState::kStopped)
+      return;
     StopAccepting();
     // Finish what is queued, in hand, or parked waiting for a first request
     // or the rest of one.
     const bool finished = queue_->WaitIdle(deadline);
     state_ = DrainState::kStopping;
     queue_->Close();
-    if (!finished) Abort();
-    for (auto& w : workers_) w->thread.join();
+    if (!finished)
+      Abort();
+    for (auto &w : workers_)
+      w->thread.join();
     poller_->Stop();
-    for (BlockingConnection* c : queue_->TakeQueued()) {
+    for (BlockingConnection *c : queue_->TakeQueued()) {
       c->conn.Abort(CloseReason::kDrain);
       CloseBlocking(*c);
       delete c;
@@ -135,25 +141,26 @@ class ThreadPoolModel final : public Model {
     LogInfo("model_drained", "model=threadpool gen={}", ctx_.generation);
   }
 
- private:
+private:
   enum class DrainState { kIdle, kServing, kNotAccepting, kStopping, kStopped };
 
-  static int Threads(const ModelConfig& c) {
+  static int Threads(const ModelConfig &c) {
     return c.foreground ? 1 : c.threadpool.threads;
   }
 
   // Out of time: cut sleeps short and unblock workers stuck in I/O.
   void Abort() {
-    for (auto& w : workers_) {
+    for (auto &w : workers_) {
       w->sleeper.Abort();
       int fd = w->current_fd.load();
-      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+      if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
     }
   }
 
   void WorkerLoop(int index) {
-    Worker& w = *workers_[static_cast<size_t>(index)];
-    WorkerStats& stats = ctx_.stats->Slot(1 + static_cast<size_t>(index));
+    Worker &w = *workers_[static_cast<size_t>(index)];
+    WorkerStats &stats = ctx_.stats->Slot(1 + static_cast<size_t>(index));
     stats.tid.store(static_cast<int32_t>(gettid()));
     Request request;
     Response response;
@@ -165,12 +172,12 @@ class ThreadPoolModel final : public Model {
     bc.env.response = &response;
     bc.sleeper = &w.sleeper;
     ParkWhenIdle policy(*queue_);
-    while (BlockingConnection* c = queue_->Pop()) {
+    while (BlockingConnection *c = queue_->Pop()) {
       w.current_fd.store(c->fd);
       c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, policy);
       w.current_fd.store(-1);
-      BlockingConnection* parked = nullptr;
+      BlockingConnection *parked = nullptr;
       if (outcome == ConnectionOutcome::kClosed) {
         delete c;
         poller_->Closed();
@@ -180,7 +187,8 @@ class ThreadPoolModel final : public Model {
         parked = c;
       }
       queue_->Done(parked);
-      if (parked || draining_.load()) poller_->Wake();
+      if (parked || draining_.load())
+        poller_->Wake();
     }
   }
 
@@ -192,10 +200,10 @@ class ThreadPoolModel final : public Model {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-}  // namespace
+} // namespace
 
 std::unique_ptr<Model> MakeThreadPoolModel() {
   return std::make_unique<ThreadPoolModel>();
 }
 
-}  // namespace gearbox
+} // namespace gearbox

@@ -421,7 +421,8 @@ Interest Connection::Next(Clock::time_point now) {
   } else if (phase_ == Phase::kHandler) {
     i.kind = Interest::Kind::kHandler;
     i.read = in_.size() < kMaxBufferedWhileWaiting;
-  } else if (head_ready_) {
+  } else if (head_ready_ || (head_only_ && phase_ == Phase::kBody)) {
+    // The head is done; the next owner receives the body.
     i.kind = Interest::Kind::kHeadReady;
   } else if (more_buffered_) {
     i.kind = Interest::Kind::kProcess;
