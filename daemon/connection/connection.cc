@@ -283,6 +283,8 @@ void Connection::DropReplayedReplies(size_t out_before) {
   const size_t drop = std::min(replayed_out_, out_.size() - out_before);
   out_.erase(out_before, drop);
   replayed_out_ -= drop;
+  // Still replies for the unconsumed bytes: the next owner drops them too.
+  unconsumed_replies_ += drop;
 }
 
 void Connection::Sent(size_t n, Clock::time_point now) {
