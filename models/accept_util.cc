@@ -29,7 +29,7 @@ void LogRateLimited(int listen_fd, int err) {
   }
 }
 
-} // namespace
+}  // namespace
 
 unsigned long EmfileEvents() { return emfile_events.load(); }
 
@@ -44,27 +44,27 @@ int AcceptConnection(int listen_fd, AcceptError &error) {
       return fd;
     }
     switch (errno) {
-    case EINTR:
-    case ECONNABORTED:
-    case EPROTO:
-      continue;
-    case EAGAIN:
-      error = AcceptError::kAgain;
-      return -1;
-    case EMFILE:
-    case ENFILE:
-    case ENOBUFS:
-    case ENOMEM:
-      emfile_events.fetch_add(1, std::memory_order_relaxed);
-      LogRateLimited(listen_fd, errno);
-      error = AcceptError::kExhausted;
-      return -1;
-    default:
-      LogRateLimited(listen_fd, errno);
-      error = AcceptError::kOther;
-      return -1;
+      case EINTR:
+      case ECONNABORTED:
+      case EPROTO:
+        continue;
+      case EAGAIN:
+        error = AcceptError::kAgain;
+        return -1;
+      case EMFILE:
+      case ENFILE:
+      case ENOBUFS:
+      case ENOMEM:
+        emfile_events.fetch_add(1, std::memory_order_relaxed);
+        LogRateLimited(listen_fd, errno);
+        error = AcceptError::kExhausted;
+        return -1;
+      default:
+        LogRateLimited(listen_fd, errno);
+        error = AcceptError::kOther;
+        return -1;
     }
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

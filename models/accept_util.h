@@ -20,4 +20,4 @@ int AcceptConnection(int listen_fd, AcceptError &error);
 // Descriptor-exhaustion events so far (for tests and logs).
 unsigned long EmfileEvents();
 
-} // namespace gearbox
+}  // namespace gearbox

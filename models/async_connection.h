@@ -21,12 +21,12 @@ struct AsyncConnection {
 
   AsyncLoop *loop = nullptr;
   int fd = -1;
-  uint8_t io_mode = 0; // 0: io not pending, EV_READ or EV_WRITE
-  struct event io;     // EV_READ or EV_WRITE on fd
-  struct event timer;  // the machine's deadline (timeouts, handler waits)
+  uint8_t io_mode = 0;  // 0: io not pending, EV_READ or EV_WRITE
+  struct event io;      // EV_READ or EV_WRITE on fd
+  struct event timer;   // the machine's deadline (timeouts, handler waits)
   Connection conn;
-  AsyncConnection *prev = nullptr; // the loop's list of connections
+  AsyncConnection *prev = nullptr;  // the loop's list of connections
   AsyncConnection *next = nullptr;
 };
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -26,7 +26,7 @@ struct ListenerArg {
   size_t index;
 };
 
-} // namespace
+}  // namespace
 
 // libevent trampolines (C callbacks -> member functions).
 struct AsyncCallbacks {
@@ -56,7 +56,8 @@ struct AsyncCallbacks {
 
 AsyncLoop::AsyncLoop(AsyncShared &shared, WorkerStats &stats, int index)
     : shared_(shared),
-      stats_(stats), cycle_{shared.router, &stats, shared.request_log, index},
+      stats_(stats),
+      cycle_{shared.router, &stats, shared.request_log, index},
       index_(index) {
   read_buffer_.resize(kReadBufferSize);
   env_.cycle = cycle_;
@@ -75,14 +76,10 @@ AsyncLoop::~AsyncLoop() {
     delete static_cast<ListenerArg *>(event_get_callback_arg(e));
     event_free(e);
   }
-  if (wake_event_)
-    event_free(wake_event_);
-  if (tick_event_)
-    event_free(tick_event_);
-  if (wake_fd_ >= 0)
-    close(wake_fd_);
-  if (base_)
-    event_base_free(base_);
+  if (wake_event_) event_free(wake_event_);
+  if (tick_event_) event_free(tick_event_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (base_) event_base_free(base_);
 }
 
 std::string AsyncLoop::Init() {
@@ -100,13 +97,11 @@ std::string AsyncLoop::Init() {
     int fd = (*shared_.listeners)[i].fd;
     event *e = event_new(base_, fd, EV_READ | EV_PERSIST,
                          &AsyncCallbacks::Accept, new ListenerArg{this, i});
-    if (!e)
-      return "event_new(listener fd=" + std::to_string(fd) + ") failed";
+    if (!e) return "event_new(listener fd=" + std::to_string(fd) + ") failed";
     listen_events_.push_back(e);
   }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0)
-    return std::string("eventfd: ") + strerror(errno);
+  if (wake_fd_ < 0) return std::string("eventfd: ") + strerror(errno);
   wake_event_ = event_new(base_, wake_fd_, EV_READ | EV_PERSIST,
                           &AsyncCallbacks::Wake, this);
   event_add(wake_event_, nullptr);
@@ -141,13 +136,11 @@ void AsyncLoop::Wake() {
 }
 
 void AsyncLoop::Join() {
-  if (thread_.joinable())
-    thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void AsyncLoop::SetAccepting(bool on) {
-  if (on == accepting_)
-    return;
+  if (on == accepting_) return;
   for (event *e : listen_events_) {
     if (on) {
       event_add(e, nullptr);
@@ -177,15 +170,13 @@ void AsyncLoop::OnWake() {
       shared_.loops_not_accepting.fetch_add(1);
     }
     SettleAllForDrain();
-    if (conns_ == 0)
-      event_base_loopbreak(base_);
+    if (conns_ == 0) event_base_loopbreak(base_);
   }
 }
 
 void AsyncLoop::OnTick() {
   if (Draining()) {
-    if (conns_ == 0)
-      event_base_loopbreak(base_);
+    if (conns_ == 0) event_base_loopbreak(base_);
     return;
   }
   // Resume accepting once below max_connections (another loop's closes count
@@ -240,8 +231,7 @@ void AsyncLoop::OnAccept(size_t listener_index) {
                  c);
     event_assign(&c->timer, base_, -1, 0, &AsyncCallbacks::Timer, c);
     c->next = head_;
-    if (head_)
-      head_->prev = c;
+    if (head_) head_->prev = c;
     head_ = c;
     ++conns_;
     shared_.open.fetch_add(1, std::memory_order_relaxed);
@@ -255,13 +245,10 @@ void AsyncLoop::OnAccept(size_t listener_index) {
 }
 
 void AsyncLoop::ArmIo(AsyncConnection *c, short mode) {
-  if (c->io_mode == mode)
-    return;
-  if (c->io_mode)
-    event_del(&c->io);
+  if (c->io_mode == mode) return;
+  if (c->io_mode) event_del(&c->io);
   c->io_mode = static_cast<uint8_t>(mode);
-  if (!mode)
-    return;
+  if (!mode) return;
   event_assign(&c->io, base_, c->fd, mode | EV_PERSIST,
                mode == EV_READ ? &AsyncCallbacks::Read : &AsyncCallbacks::Write,
                c);
@@ -289,8 +276,7 @@ void AsyncLoop::ArmTimer(AsyncConnection *c, const Interest &interest,
 }
 
 void AsyncLoop::Close(AsyncConnection *c) {
-  if (c->io_mode)
-    event_del(&c->io);
+  if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
   close(c->fd);
   c->conn.CountClosed();
@@ -298,15 +284,13 @@ void AsyncLoop::Close(AsyncConnection *c) {
     c->prev->next = c->next;
   else
     head_ = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+  if (c->next) c->next->prev = c->prev;
   delete c;
   --conns_;
   shared_.open.fetch_sub(1, std::memory_order_relaxed);
   stats_.open_conns.store(static_cast<uint64_t>(conns_),
                           std::memory_order_relaxed);
-  if (Draining() && conns_ == 0)
-    event_base_loopbreak(base_);
+  if (Draining() && conns_ == 0) event_base_loopbreak(base_);
 }
 
 void AsyncLoop::OnReadable(AsyncConnection *c) {
@@ -335,8 +319,7 @@ void AsyncLoop::OnTimer(AsyncConnection *c) {
 void AsyncLoop::Send(AsyncConnection *c, Clock::time_point now) {
   for (;;) {
     std::string_view out = c->conn.pending_out();
-    if (out.empty())
-      return;
+    if (out.empty()) return;
     ssize_t n = send(c->fd, out.data(), out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c->conn.Sent(static_cast<size_t>(n), now);
@@ -353,7 +336,7 @@ void AsyncLoop::Send(AsyncConnection *c, Clock::time_point now) {
 }
 
 bool AsyncLoop::Settle(AsyncConnection *c, Clock::time_point now) {
-  bool sent = false; // one send attempt per change of output
+  bool sent = false;  // one send attempt per change of output
   for (;;) {
     Interest i = c->conn.Next(now);
     if (i.write && !sent && i.kind != Interest::Kind::kWrite) {
@@ -362,34 +345,33 @@ bool AsyncLoop::Settle(AsyncConnection *c, Clock::time_point now) {
       continue;
     }
     switch (i.kind) {
-    case Interest::Kind::kProcess:
-      c->conn.Process(now);
-      sent = false;
-      continue;
-    case Interest::Kind::kClose:
-    case Interest::Kind::kHeadReady: // no head-only connections here
-      Close(c);
-      return false;
-    case Interest::Kind::kRead:
-      ArmIo(c, EV_READ);
-      ArmTimer(c, i, now);
-      if (c->conn.phase() == Phase::kIdle)
-        c->conn.Trim();
-      return true;
-    case Interest::Kind::kHandler:
-      // The read event stays armed while a handler waits: a hang-up
-      // cancels the wait, and re-arming it per request would cost two
-      // epoll_ctl calls. Past a bound of buffered input it stops.
-      ArmIo(c, i.read ? EV_READ : 0);
-      ArmTimer(c, i, now);
-      return true;
-    case Interest::Kind::kWrite:
-      // Stop reading until the client takes its responses (backpressure).
-      ArmIo(c, EV_WRITE);
-      ArmTimer(c, i, now);
-      return true;
+      case Interest::Kind::kProcess:
+        c->conn.Process(now);
+        sent = false;
+        continue;
+      case Interest::Kind::kClose:
+      case Interest::Kind::kHeadReady:  // no head-only connections here
+        Close(c);
+        return false;
+      case Interest::Kind::kRead:
+        ArmIo(c, EV_READ);
+        ArmTimer(c, i, now);
+        if (c->conn.phase() == Phase::kIdle) c->conn.Trim();
+        return true;
+      case Interest::Kind::kHandler:
+        // The read event stays armed while a handler waits: a hang-up
+        // cancels the wait, and re-arming it per request would cost two
+        // epoll_ctl calls. Past a bound of buffered input it stops.
+        ArmIo(c, i.read ? EV_READ : 0);
+        ArmTimer(c, i, now);
+        return true;
+      case Interest::Kind::kWrite:
+        // Stop reading until the client takes its responses (backpressure).
+        ArmIo(c, EV_WRITE);
+        ArmTimer(c, i, now);
+        return true;
     }
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

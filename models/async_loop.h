@@ -26,15 +26,15 @@ struct AsyncShared {
   const RequestLog *request_log = nullptr;
   LimitsConfig limits;
   std::atomic<int64_t> open{
-      0}; // connections across all loops (max_connections)
+      0};  // connections across all loops (max_connections)
   int loops = 1;
   std::atomic<bool> draining{false};
-  std::atomic<int> loops_not_accepting{0}; // loops that saw draining
+  std::atomic<int> loops_not_accepting{0};  // loops that saw draining
   std::atomic<bool> aborting{false};
 };
 
 class AsyncLoop {
-public:
+ public:
   AsyncLoop(AsyncShared &shared, WorkerStats &stats, int index);
   ~AsyncLoop();
   AsyncLoop(const AsyncLoop &) = delete;
@@ -48,7 +48,7 @@ public:
   void Join();
   bool exited() const { return exited_.load(); }
 
-private:
+ private:
   friend struct AsyncCallbacks;
 
   void Run();
@@ -95,10 +95,10 @@ private:
   Response response_;
   ConnectionEnv env_;
 
-  AsyncConnection *head_ = nullptr; // all connections of this loop
+  AsyncConnection *head_ = nullptr;  // all connections of this loop
   int64_t conns_ = 0;
-  const timeval *idle_tv_ = nullptr; // libevent common timeouts: O(1) re-arm
+  const timeval *idle_tv_ = nullptr;  // libevent common timeouts: O(1) re-arm
   const timeval *header_tv_ = nullptr;
 };
 
-} // namespace gearbox
+}  // namespace gearbox

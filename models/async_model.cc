@@ -17,10 +17,9 @@ namespace gearbox {
 namespace {
 
 class AsyncModel final : public Model {
-public:
+ public:
   ~AsyncModel() override {
-    if (started_)
-      Drain(std::chrono::steady_clock::now());
+    if (started_) Drain(std::chrono::steady_clock::now());
   }
 
   std::string_view Name() const override { return "async"; }
@@ -43,14 +42,12 @@ public:
       auto loop = std::make_unique<AsyncLoop>(
           shared_, ctx.stats->Slot(static_cast<size_t>(i)), i);
       std::string error = loop->Init();
-      if (!error.empty())
-        return Status::Error(error);
+      if (!error.empty()) return Status::Error(error);
       loops_.push_back(std::move(loop));
     }
     // The listener events are armed in Init(), so by the time a thread runs its
     // loop the kernel queue is being served: READY may go out once they run.
-    for (auto &loop : loops_)
-      loop->StartThread();
+    for (auto &loop : loops_) loop->StartThread();
     started_ = true;
     LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,
             loops);
@@ -58,10 +55,8 @@ public:
   }
 
   void StopAccepting() override {
-    if (!started_ || shared_.draining.exchange(true))
-      return;
-    for (auto &loop : loops_)
-      loop->Wake();
+    if (!started_ || shared_.draining.exchange(true)) return;
+    for (auto &loop : loops_) loop->Wake();
     // Each loop removes its listener events on its own thread; wait for all.
     const auto limit =
         std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -73,14 +68,12 @@ public:
   }
 
   void Drain(Deadline deadline) override {
-    if (!started_)
-      return;
+    if (!started_) return;
     StopAccepting();
     started_ = false;
     auto all_exited = [this] {
       for (auto &loop : loops_)
-        if (!loop->exited())
-          return false;
+        if (!loop->exited()) return false;
       return true;
     };
     while (!all_exited() && std::chrono::steady_clock::now() < deadline) {
@@ -91,16 +84,14 @@ public:
               "model=async gen={} msg=\"closing in-flight connections\"",
               ctx_.generation);
       shared_.aborting.store(true);
-      for (auto &loop : loops_)
-        loop->Wake();
+      for (auto &loop : loops_) loop->Wake();
     }
-    for (auto &loop : loops_)
-      loop->Join();
-    loops_.clear(); // closes whatever is left
+    for (auto &loop : loops_) loop->Join();
+    loops_.clear();  // closes whatever is left
     LogInfo("model_drained", "model=async gen={}", ctx_.generation);
   }
 
-private:
+ private:
   static int Loops(const ModelConfig &c) {
     return c.foreground ? 1 : c.async.loops;
   }
@@ -111,10 +102,10 @@ private:
   bool started_ = false;
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Model> MakeAsyncModel() {
   return std::make_unique<AsyncModel>();
 }
 
-} // namespace gearbox
+}  // namespace gearbox

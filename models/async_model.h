@@ -10,4 +10,4 @@ namespace gearbox {
 
 std::unique_ptr<Model> MakeAsyncModel();
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -16,8 +16,7 @@ constexpr size_t kReadChunk = 16384;
 void SendSome(BlockingConnection &c, Clock::time_point now) {
   for (;;) {
     std::string_view out = c.conn.pending_out();
-    if (out.empty())
-      return;
+    if (out.empty()) return;
     ssize_t n = send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c.conn.Sent(static_cast<size_t>(n), now);
@@ -42,10 +41,8 @@ bool ReadSome(BlockingConnection &c, Clock::time_point now) {
       c.conn.Commit(static_cast<size_t>(n), now);
       return true;
     }
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return false;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     c.conn.PeerClosed();
     return true;
   }
@@ -55,31 +52,30 @@ bool ReadSome(BlockingConnection &c, Clock::time_point now) {
 // Returns true when the driver goes on, false when the policy took it.
 bool Read(BlockingConnection &c, const Interest &interest,
           BlockingPolicy &policy, Clock::time_point now) {
-  if (ReadSome(c, now))
-    return true;
+  if (ReadSome(c, now)) return true;
   switch (policy.WaitReadable(c, interest)) {
-  case ReadWait::kReadable:
-  case ReadWait::kInterrupted:
-    return true;
-  case ReadWait::kTimedOut:
-    c.conn.DeadlinePassed(Clock::now());
-    return true;
-  case ReadWait::kPark:
-    // It may wait long: keep only the room its bytes need (a slowloris
-    // crowd cost 18 KB a connection with a read chunk each).
-    c.conn.Trim();
-    return false;
-  case ReadWait::kGiveUp:
-    c.conn.Abort(CloseReason::kServer);
-    return true;
-  case ReadWait::kError:
-    c.conn.Abort(CloseReason::kError);
-    return true;
+    case ReadWait::kReadable:
+    case ReadWait::kInterrupted:
+      return true;
+    case ReadWait::kTimedOut:
+      c.conn.DeadlinePassed(Clock::now());
+      return true;
+    case ReadWait::kPark:
+      // It may wait long: keep only the room its bytes need (a slowloris
+      // crowd cost 18 KB a connection with a read chunk each).
+      c.conn.Trim();
+      return false;
+    case ReadWait::kGiveUp:
+      c.conn.Abort(CloseReason::kServer);
+      return true;
+    case ReadWait::kError:
+      c.conn.Abort(CloseReason::kError);
+      return true;
   }
   return true;
 }
 
-} // namespace
+}  // namespace
 
 int MillisUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -92,12 +88,9 @@ bool WaitFor(int fd, short events, Clock::time_point deadline, bool *eintr) {
   pollfd p{fd, events, 0};
   for (;;) {
     int n = poll(&p, 1, MillisUntil(deadline));
-    if (n > 0)
-      return true;
-    if (n == 0)
-      return false;
-    if (errno != EINTR)
-      return true;
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return true;
     if (eintr) {
       *eintr = true;
       return true;
@@ -122,13 +115,11 @@ BlockingConnection::BlockingConnection(int fd, Protocol protocol,
     : fd(fd), conn(protocol, limits) {}
 
 BlockingConnection::~BlockingConnection() {
-  if (fd >= 0)
-    close(fd);
+  if (fd >= 0) close(fd);
 }
 
 void CloseBlocking(BlockingConnection &c) {
-  if (c.fd < 0)
-    return;
+  if (c.fd < 0) return;
   close(c.fd);
   c.fd = -1;
   c.conn.CountClosed();
@@ -146,9 +137,8 @@ ConnectionOutcome ServeBlocking(BlockingConnection &c,
   c.conn.Attach(&ctx.env);
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
-  if (c.conn.has_input())
-    c.conn.Process(Clock::now());
-  bool sent = false; // one send attempt per change of output
+  if (c.conn.has_input()) c.conn.Process(Clock::now());
+  bool sent = false;  // one send attempt per change of output
   for (;;) {
     const Clock::time_point now = Clock::now();
     Interest i = c.conn.Next(now);
@@ -159,41 +149,39 @@ ConnectionOutcome ServeBlocking(BlockingConnection &c,
     }
     sent = false;
     switch (i.kind) {
-    case Interest::Kind::kClose:
-    case Interest::Kind::kHeadReady: // no head-only connections here
-      CloseBlocking(c);
-      return ConnectionOutcome::kClosed;
-    case Interest::Kind::kProcess:
-      if (policy.TurnOver(c))
-        return ConnectionOutcome::kYield;
-      c.conn.Process(now);
-      break;
-    case Interest::Kind::kWrite:
-      if (WaitFor(c.fd, POLLOUT, i.deadline)) {
-        SendSome(c, Clock::now());
-      } else {
-        c.conn.DeadlinePassed(Clock::now());
-      }
-      break;
-    case Interest::Kind::kHandler:
-      if (ctx.sleeper->SleepFor(
-              std::chrono::duration_cast<std::chrono::microseconds>(i.deadline -
-                                                                    now))) {
-        c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
-      } else {
-        c.conn.CutShort();
-      }
-      break;
-    case Interest::Kind::kRead:
-      if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
-        c.conn.Trim();
-        return ConnectionOutcome::kParked; // its turn comes again
-      }
-      if (!Read(c, i, policy, now))
-        return ConnectionOutcome::kParked;
-      break;
+      case Interest::Kind::kClose:
+      case Interest::Kind::kHeadReady:  // no head-only connections here
+        CloseBlocking(c);
+        return ConnectionOutcome::kClosed;
+      case Interest::Kind::kProcess:
+        if (policy.TurnOver(c)) return ConnectionOutcome::kYield;
+        c.conn.Process(now);
+        break;
+      case Interest::Kind::kWrite:
+        if (WaitFor(c.fd, POLLOUT, i.deadline)) {
+          SendSome(c, Clock::now());
+        } else {
+          c.conn.DeadlinePassed(Clock::now());
+        }
+        break;
+      case Interest::Kind::kHandler:
+        if (ctx.sleeper->SleepFor(
+                std::chrono::duration_cast<std::chrono::microseconds>(
+                    i.deadline - now))) {
+          c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
+        } else {
+          c.conn.CutShort();
+        }
+        break;
+      case Interest::Kind::kRead:
+        if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
+          c.conn.Trim();
+          return ConnectionOutcome::kParked;  // its turn comes again
+        }
+        if (!Read(c, i, policy, now)) return ConnectionOutcome::kParked;
+        break;
     }
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

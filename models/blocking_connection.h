@@ -17,7 +17,7 @@ namespace gearbox {
 // How a blocking worker waits out a handler's Step::WaitFor. Injectable for
 // tests and interruptible for a forced stop.
 class Sleeper {
-public:
+ public:
   virtual ~Sleeper() = default;
   // Returns false when the sleep was cut short because the model is aborting.
   virtual bool SleepFor(std::chrono::microseconds d) = 0;
@@ -26,19 +26,19 @@ public:
 // clock_nanosleep, resumed after signals: the request in hand is always
 // finished.
 class RealSleeper final : public Sleeper {
-public:
+ public:
   bool SleepFor(std::chrono::microseconds d) override;
 };
 
 struct BlockingConnection {
   BlockingConnection(int fd, Protocol protocol, const LimitsConfig &limits);
-  ~BlockingConnection(); // closes fd if still open (uncounted)
+  ~BlockingConnection();  // closes fd if still open (uncounted)
   BlockingConnection(const BlockingConnection &) = delete;
   BlockingConnection &operator=(const BlockingConnection &) = delete;
 
   int fd;
   Connection conn;
-  Clock::time_point turn_started{}; // when the current worker took it
+  Clock::time_point turn_started{};  // when the current worker took it
   // Threadpool bookkeeping while parked in the poller: its entry in the
   // poller's expiry index, and whether the fd is already in the epoll set.
   std::multimap<Clock::time_point, BlockingConnection *>::iterator park_entry;
@@ -48,17 +48,17 @@ struct BlockingConnection {
 
 // What a blocking wait for bytes ended with.
 enum class ReadWait {
-  kReadable,    // read again
-  kTimedOut,    // the interest's deadline passed
-  kInterrupted, // a signal: look at the state again (draining?)
-  kPark,        // the model takes the connection back (it has no bytes)
-  kGiveUp,      // close it for the model (prefork: a client waits)
+  kReadable,     // read again
+  kTimedOut,     // the interest's deadline passed
+  kInterrupted,  // a signal: look at the state again (draining?)
+  kPark,         // the model takes the connection back (it has no bytes)
+  kGiveUp,       // close it for the model (prefork: a client waits)
   kError,
 };
 
 // Per-model behaviour the driver asks for; it never asks which model.
 class BlockingPolicy : public ResponsePolicy {
-public:
+ public:
   // The connection wants bytes and the socket has none right now.
   virtual ReadWait WaitReadable(BlockingConnection &c,
                                 const Interest &interest) = 0;
@@ -68,7 +68,7 @@ public:
 };
 
 struct BlockingContext {
-  ConnectionEnv env; // router, stats slot, log, limits, draining, scratch
+  ConnectionEnv env;  // router, stats slot, log, limits, draining, scratch
   Sleeper *sleeper = nullptr;
 };
 
@@ -96,4 +96,4 @@ bool WaitFor(int fd, short events, Clock::time_point deadline,
              bool *eintr = nullptr);
 int MillisUntil(Clock::time_point deadline);
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -15,7 +15,7 @@ namespace {
 // (sk_buff + cmsg); used only to size the send buffer generously.
 constexpr size_t kPerMessageOverhead = 1024;
 
-} // namespace
+}  // namespace
 
 bool MakeHandoffChannel(int fds[2], size_t message_bytes) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
@@ -34,8 +34,7 @@ bool MakeHandoffChannel(int fds[2], size_t message_bytes) {
 size_t HandoffCapacity(int send_fd) {
   int sndbuf = 0;
   socklen_t len = sizeof(sndbuf);
-  if (getsockopt(send_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0)
-    return 0;
+  if (getsockopt(send_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0) return 0;
   // A datagram larger than sk_sndbuf - 32 fails with EMSGSIZE; keep headroom
   // for the header and the kernel's own accounting.
   size_t usable = static_cast<size_t>(sndbuf);
@@ -62,10 +61,8 @@ int SendConnection(int channel, int fd, const HandoffHeader &header,
   memcpy(CMSG_DATA(cm), &fd, sizeof(int));
   for (;;) {
     ssize_t n = sendmsg(channel, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n >= 0)
-      return 0;
-    if (errno != EINTR)
-      return errno;
+    if (n >= 0) return 0;
+    if (errno != EINTR) return errno;
   }
 }
 
@@ -85,10 +82,8 @@ int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
   do {
     n = recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n < 0)
-    return -1;
-  if (n == 0)
-    return kHandoffEnd;
+  if (n < 0) return -1;
+  if (n == 0) return kHandoffEnd;
   int fd = -1;
   for (cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
@@ -98,8 +93,7 @@ int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
   const bool whole = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
                      static_cast<size_t>(n) >= sizeof(header);
   if (fd < 0 || !whole) {
-    if (fd >= 0)
-      close(fd);
+    if (fd >= 0) close(fd);
     errno = EPROTO;
     return -1;
   }
@@ -107,4 +101,4 @@ int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
   return fd;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -15,10 +15,10 @@
 namespace gearbox {
 
 struct HandoffHeader {
-  uint32_t listener = 0;   // index into the generation's listeners
-  uint32_t fresh = 1;      // no request served on this connection yet
-  int64_t deadline_ns = 0; // head deadline, steady_clock (CLOCK_MONOTONIC)
-  uint64_t ready_us = 0;   // accept time, for the queue-wait figure
+  uint32_t listener = 0;    // index into the generation's listeners
+  uint32_t fresh = 1;       // no request served on this connection yet
+  int64_t deadline_ns = 0;  // head deadline, steady_clock (CLOCK_MONOTONIC)
+  uint64_t ready_us = 0;    // accept time, for the queue-wait figure
   // Bytes the codec will produce again when it re-parses `bytes` from the
   // start (FastCGI management replies) that the peer has already been sent.
   uint64_t replayed_out = 0;
@@ -47,4 +47,4 @@ inline constexpr int kHandoffEnd = -2;
 int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
                       Buffer &bytes);
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -17,7 +17,7 @@ namespace {
 constexpr uint64_t kListenerTag = 1ull << 63;
 constexpr uint64_t kWakeTag = 1ull << 62;
 
-} // namespace
+}  // namespace
 
 ConnectionPoller::ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
                                    const std::atomic<bool> &draining)
@@ -31,10 +31,8 @@ ConnectionPoller::ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
 }
 
 ConnectionPoller::~ConnectionPoller() {
-  if (epoll_fd_ >= 0)
-    close(epoll_fd_);
-  if (wake_fd_ >= 0)
-    close(wake_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 Status ConnectionPoller::Init() {
@@ -71,8 +69,7 @@ void ConnectionPoller::WaitDrainAcknowledged() {
 void ConnectionPoller::Stop() {
   stop_.store(true);
   Wake();
-  if (thread_.joinable())
-    thread_.join();
+  if (thread_.joinable()) thread_.join();
   while (!parked_.empty()) {
     BlockingConnection *c = parked_.begin()->second;
     Unlink(c);
@@ -100,21 +97,17 @@ Status ConnectionPoller::SetListening(bool on) {
 // Backpressure: at max_connections stop accepting; the kernel backlog
 // absorbs the burst until connections close.
 void ConnectionPoller::AdjustListening() {
-  if (drain_seen_)
-    return;
+  if (drain_seen_) return;
   const bool at_cap = open() >= ctx_.config.limits.max_connections;
   const bool paused = Clock::now() < accept_paused_until_;
-  if ((at_cap || paused) && listening_)
-    SetListening(false);
-  if (!at_cap && !paused && !listening_)
-    SetListening(true);
+  if ((at_cap || paused) && listening_) SetListening(false);
+  if (!at_cap && !paused && !listening_) SetListening(true);
 }
 
 // Stop accepting; idle keep-alive clients are closed at once.
 void ConnectionPoller::OnDrain() {
   drain_seen_ = true;
-  if (listening_)
-    SetListening(false);
+  if (listening_) SetListening(false);
   CloseIdleParked();
   queue_.SetHeld(parked_.size());
   acknowledged_.store(true);
@@ -123,12 +116,10 @@ void ConnectionPoller::OnDrain() {
 void ConnectionPoller::Loop() {
   std::vector<epoll_event> events(256);
   while (!stop_.load()) {
-    if (draining_.load() && !drain_seen_)
-      OnDrain();
+    if (draining_.load() && !drain_seen_) OnDrain();
     AdjustListening();
     int timeout_ms = NextExpiryMs();
-    if (!listening_ && !drain_seen_)
-      timeout_ms = std::min(timeout_ms, 50);
+    if (!listening_ && !drain_seen_) timeout_ms = std::min(timeout_ms, 50);
     int n = epoll_wait(epoll_fd_, events.data(),
                        static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -143,8 +134,7 @@ void ConnectionPoller::Loop() {
         ssize_t r = read(wake_fd_, &v, sizeof(v));
         (void)r;
       } else if (tag & kListenerTag) {
-        if (listening_)
-          AcceptFrom(tag & ~kListenerTag);
+        if (listening_) AcceptFrom(tag & ~kListenerTag);
       } else {
         auto *c = reinterpret_cast<BlockingConnection *>(tag);
         Unlink(c);
@@ -152,22 +142,19 @@ void ConnectionPoller::Loop() {
       }
     }
     queue_.TakeReturned(returned_);
-    for (BlockingConnection *c : returned_)
-      Park(c);
+    for (BlockingConnection *c : returned_) Park(c);
     returned_.clear();
     ExpireParked();
     // While draining only busy connections stay parked (idle ones are
     // closed), so the count tells Drain() whether any are left.
-    if (drain_seen_)
-      queue_.SetHeld(parked_.size());
+    if (drain_seen_) queue_.SetHeld(parked_.size());
   }
 }
 
 void ConnectionPoller::AcceptFrom(size_t index) {
   const Listener &l = (*ctx_.listeners)[index];
   for (int batch = 0; batch < 64; ++batch) {
-    if (open() >= ctx_.config.limits.max_connections)
-      return;
+    if (open() >= ctx_.config.limits.max_connections) return;
     AcceptError error;
     int fd = AcceptConnection(l.fd, error);
     if (fd < 0) {
@@ -190,8 +177,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
 // Queue the connection for a worker, or refuse it with 503 when the queue is
 // full: overload is explicit and memory stays bounded.
 void ConnectionPoller::Dispatch(BlockingConnection *c) {
-  if (queue_.Push(c))
-    return;
+  if (queue_.Push(c)) return;
   c->conn.Attach(&env_);
   c->conn.Refuse();
   Finish(c);
@@ -208,7 +194,7 @@ void ConnectionPoller::Park(BlockingConnection *c) {
   c->conn.Attach(&env_);
   const Clock::time_point now = Clock::now();
   if (c->conn.Next(now).kind == Interest::Kind::kClose) {
-    Finish(c); // idle while draining: closed now
+    Finish(c);  // idle while draining: closed now
     return;
   }
   epoll_event ev{};
@@ -229,15 +215,13 @@ void ConnectionPoller::Park(BlockingConnection *c) {
 }
 
 void ConnectionPoller::Unlink(BlockingConnection *c) {
-  if (!c->parked)
-    return;
+  if (!c->parked) return;
   parked_.erase(c->park_entry);
   c->parked = false;
 }
 
 int ConnectionPoller::NextExpiryMs() const {
-  if (parked_.empty())
-    return 1000;
+  if (parked_.empty()) return 1000;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                   parked_.begin()->first - Clock::now())
                   .count();
@@ -251,7 +235,7 @@ void ConnectionPoller::ExpireParked() {
     BlockingConnection *c = parked_.begin()->second;
     Unlink(c);
     c->conn.DeadlinePassed(now);
-    Finish(c); // with the 408 it may be owed
+    Finish(c);  // with the 408 it may be owed
   }
 }
 
@@ -261,12 +245,11 @@ void ConnectionPoller::CloseIdleParked() {
     ++it;
     // Mid-request or fresh (accepted, first request not here yet): let it
     // finish, or time out.
-    if (c->conn.phase() != Phase::kIdle)
-      continue;
+    if (c->conn.phase() != Phase::kIdle) continue;
     Unlink(c);
     c->conn.Abort(CloseReason::kDrain);
     Finish(c);
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

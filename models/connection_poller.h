@@ -18,7 +18,7 @@
 namespace gearbox {
 
 class ConnectionPoller {
-public:
+ public:
   ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
                    const std::atomic<bool> &draining);
   ~ConnectionPoller();
@@ -37,7 +37,7 @@ public:
   // A worker closed a connection.
   void Closed() { open_.fetch_sub(1, std::memory_order_relaxed); }
 
-private:
+ private:
   void Loop();
   void OnDrain();
   void AdjustListening();
@@ -46,7 +46,7 @@ private:
   void Dispatch(BlockingConnection *c);
   void Park(BlockingConnection *c);
   void Unlink(BlockingConnection *c);
-  void Finish(BlockingConnection *c); // sends what it owes, closes
+  void Finish(BlockingConnection *c);  // sends what it owes, closes
   int NextExpiryMs() const;
   void ExpireParked();
   void CloseIdleParked();
@@ -54,7 +54,7 @@ private:
   const ModelContext &ctx_;
   ReadyQueue &queue_;
   const std::atomic<bool> &draining_;
-  ConnectionEnv env_; // the acceptor slot: refusals, expiry, drain closes
+  ConnectionEnv env_;  // the acceptor slot: refusals, expiry, drain closes
   Request request_;
   Response response_;
   int epoll_fd_ = -1;
@@ -71,4 +71,4 @@ private:
   std::vector<BlockingConnection *> returned_;
 };
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -15,13 +15,11 @@ void CloseInheritedFds(const std::set<int> &keep) {
   if (DIR *d = opendir("/proc/self/fd")) {
     while (dirent *e = readdir(d)) {
       int fd = atoi(e->d_name);
-      if (fd > 2 && fd != dirfd(d) && !keep.count(fd))
-        fds.push_back(fd);
+      if (fd > 2 && fd != dirfd(d) && !keep.count(fd)) fds.push_back(fd);
     }
     closedir(d);
   }
-  for (int fd : fds)
-    close(fd);
+  for (int fd : fds) close(fd);
 }
 
 void SetUpForkedSignals(void (*on_term)(int)) {
@@ -30,7 +28,7 @@ void SetUpForkedSignals(void (*on_term)(int)) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
   sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGINT, SIG_DFL); // fast stop: the master forwards INT and we die
+  signal(SIGINT, SIG_DFL);  // fast stop: the master forwards INT and we die
   signal(SIGQUIT, SIG_DFL);
   signal(SIGHUP, SIG_IGN);
   signal(SIGCHLD, SIG_DFL);
@@ -41,4 +39,4 @@ void SetUpForkedSignals(void (*on_term)(int)) {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
-} // namespace gearbox
+}  // namespace gearbox

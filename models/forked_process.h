@@ -20,4 +20,4 @@ void CloseInheritedFds(const std::set<int> &keep);
 // process gets SIGTERM if the master dies without stopping it.
 void SetUpForkedSignals(void (*on_term)(int));
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -37,14 +37,13 @@ Clock::time_point FromNs(int64_t ns) {
 timeval Until(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(
       deadline - Clock::now());
-  if (left.count() < 0)
-    left = {};
+  if (left.count() < 0) left = {};
   return {static_cast<time_t>(left.count() / 1000000),
           static_cast<suseconds_t>(left.count() % 1000000)};
 }
 
 uint64_t MaxHeld(const LimitsConfig &limits) {
-  constexpr uint64_t kSpareFds = 32; // channels, epoll, signal pipe, stdio
+  constexpr uint64_t kSpareFds = 32;  // channels, epoll, signal pipe, stdio
   uint64_t cap = static_cast<uint64_t>(limits.max_connections);
   rlimit nofile{};
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
@@ -71,11 +70,14 @@ struct Guarded {
 
 // The guard process's event loop.
 class GuardLoop {
-public:
+ public:
   GuardLoop(const Listeners &listeners, const LimitsConfig &limits,
             WorkerStats &stats, int park_rx, int unpark_tx, size_t capacity)
-      : listeners_(listeners), limits_(limits), park_rx_(park_rx),
-        unpark_tx_(unpark_tx), capacity_(capacity) {
+      : listeners_(listeners),
+        limits_(limits),
+        park_rx_(park_rx),
+        unpark_tx_(unpark_tx),
+        capacity_(capacity) {
     env_.cycle.stats = &stats;
     env_.limits = &limits_;
     env_.request = &request_;
@@ -86,22 +88,20 @@ public:
   // SIGTERM (then what is held is closed). Returns false if libevent fails.
   bool Run() {
     base_ = event_base_new();
-    if (!base_)
-      return false;
+    if (!base_) return false;
     park_event_ = event_new(base_, park_rx_, EV_READ | EV_PERSIST,
                             &GuardLoop::OnParkReadable, this);
     unpark_event_ = event_new(base_, unpark_tx_, EV_WRITE | EV_PERSIST,
                               &GuardLoop::OnUnparkWritable, this);
     term_event_ = evsignal_new(base_, SIGTERM, &GuardLoop::OnTerm, this);
-    if (!park_event_ || !unpark_event_ || !term_event_)
-      return false;
+    if (!park_event_ || !unpark_event_ || !term_event_) return false;
     event_add(park_event_, nullptr);
     event_add(term_event_, nullptr);
     event_base_dispatch(base_);
     return true;
   }
 
-private:
+ private:
   static void OnParkReadable(evutil_socket_t, short, void *arg) {
     static_cast<GuardLoop *>(arg)->ReceiveParked();
   }
@@ -127,7 +127,7 @@ private:
 
   void ReceiveParked() {
     for (int i = 0; i < kReceiveBurst; ++i) {
-      inbox_.Consume(inbox_.size()); // one reused buffer for every message
+      inbox_.Consume(inbox_.size());  // one reused buffer for every message
       HandoffHeader header;
       int fd = ReceiveConnection(park_rx_, capacity_, header, inbox_);
       if (fd == kHandoffEnd) {
@@ -138,15 +138,14 @@ private:
         return;
       }
       if (fd < 0) {
-        if (errno != EPROTO)
-          return; // EAGAIN: nothing more queued
+        if (errno != EPROTO) return;  // EAGAIN: nothing more queued
         // Arrived without its fd (none left in this process: MSG_CTRUNC) or
         // cut short; the kernel closed the connection. Count the loss.
         stats().CountClose(CloseReason::kError);
         continue;
       }
       if (header.listener >= listeners_.size()) {
-        close(fd); // cannot happen: the generation's own listeners
+        close(fd);  // cannot happen: the generation's own listeners
         stats().CountClose(CloseReason::kError);
         continue;
       }
@@ -189,8 +188,7 @@ private:
     for (;;) {
       const size_t held = c.conn.input().size();
       const size_t room = capacity_ - std::min(capacity_, held);
-      if (room == 0)
-        break;
+      if (room == 0) break;
       // Through a shared chunk, not straight into the connection's buffer:
       // a slowloris head is a few bytes at a time, and reserving a read-sized
       // buffer per held connection would cost 16 KiB each.
@@ -198,14 +196,11 @@ private:
       ssize_t n = recv(c.fd, chunk_, want, 0);
       if (n > 0) {
         c.conn.Received(std::string_view(chunk_, static_cast<size_t>(n)), now);
-        if (c.conn.Next(now).kind != Interest::Kind::kRead)
-          break;
+        if (c.conn.Next(now).kind != Interest::Kind::kRead) break;
         continue;
       }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       c.conn.PeerClosed();
       break;
     }
@@ -225,30 +220,30 @@ private:
         c.conn.Sent(out.size(), now);
       }
       switch (i.kind) {
-      case Interest::Kind::kHeadReady:
-        HandBack(c);
-        return;
-      case Interest::Kind::kClose:
-        Close(c);
-        return;
-      case Interest::Kind::kRead:
-        if (c.conn.input().size() >= capacity_) {
-          // Only a FastCGI peer sending management records without end
-          // could get here (a head beyond max_header_bytes was answered).
-          Bump(stats().bad_input);
-          c.conn.Abort(CloseReason::kError);
-        } else if (now >= i.deadline) {
-          c.conn.DeadlinePassed(now); // 408, or a silent close
-        } else {
-          timeval tv = Until(i.deadline);
-          event_add(&c.ev, &tv);
-          c.armed = true;
+        case Interest::Kind::kHeadReady:
+          HandBack(c);
           return;
-        }
-        break;
-      default: // head-only: no handler, no blocked write
-        c.conn.Abort(CloseReason::kError);
-        break;
+        case Interest::Kind::kClose:
+          Close(c);
+          return;
+        case Interest::Kind::kRead:
+          if (c.conn.input().size() >= capacity_) {
+            // Only a FastCGI peer sending management records without end
+            // could get here (a head beyond max_header_bytes was answered).
+            Bump(stats().bad_input);
+            c.conn.Abort(CloseReason::kError);
+          } else if (now >= i.deadline) {
+            c.conn.DeadlinePassed(now);  // 408, or a silent close
+          } else {
+            timeval tv = Until(i.deadline);
+            event_add(&c.ev, &tv);
+            c.armed = true;
+            return;
+          }
+          break;
+        default:  // head-only: no handler, no blocked write
+          c.conn.Abort(CloseReason::kError);
+          break;
       }
     }
   }
@@ -257,8 +252,7 @@ private:
     if (!pending_.empty() || !Send(c)) {
       // Every child is busy and the channel is full: wait for room, in order.
       pending_.push_back(&c);
-      if (pending_.size() == 1)
-        event_add(unpark_event_, nullptr);
+      if (pending_.size() == 1) event_add(unpark_event_, nullptr);
       return;
     }
     Forget(c);
@@ -276,23 +270,20 @@ private:
     header.ready_us = p.ready_us;
     header.replayed_out = p.replayed_out;
     int err = SendConnection(unpark_tx_, c.fd, header, c.conn.input());
-    if (err == 0)
-      return true;
-    if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS)
-      return false;
+    if (err == 0) return true;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) return false;
     LogWarn("head_guard_handback_failed", "error={} bytes={}",
             LogQuote(strerror(err)), c.conn.input().size());
     c.conn.Refuse();
     SendAndForget(c.fd, c.conn.pending_out());
     CloseFd(c);
-    return true; // dealt with: Forget() it
+    return true;  // dealt with: Forget() it
   }
 
   void FlushPending() {
     while (!pending_.empty()) {
       Guarded &c = *pending_.front();
-      if (!Send(c))
-        return;
+      if (!Send(c)) return;
       pending_.pop_front();
       Forget(c);
     }
@@ -300,8 +291,7 @@ private:
   }
 
   void CloseFd(Guarded &c) {
-    if (c.fd < 0)
-      return;
+    if (c.fd < 0) return;
     close(c.fd);
     c.fd = -1;
     c.conn.CountClosed();
@@ -314,10 +304,8 @@ private:
 
   // Drops the guard's record (and its fd, when it was handed back).
   void Forget(Guarded &c) {
-    if (c.armed)
-      event_del(&c.ev);
-    if (c.fd >= 0)
-      close(c.fd); // a child has its own copy now
+    if (c.armed) event_del(&c.ev);
+    if (c.fd >= 0) close(c.fd);  // a child has its own copy now
     conns_.erase(c.self);
     UpdateGauge();
     MaybeFinish();
@@ -333,8 +321,7 @@ private:
   }
 
   void MaybeFinish() {
-    if (parking_over_ && conns_.empty())
-      Finish();
+    if (parking_over_ && conns_.empty()) Finish();
   }
 
   // Closing the unpark end is the draining children's signal to exit.
@@ -362,7 +349,7 @@ private:
   event *unpark_event_ = nullptr;
   event *term_event_ = nullptr;
   std::list<Guarded> conns_;
-  std::deque<Guarded *> pending_; // head complete, waiting for channel room
+  std::deque<Guarded *> pending_;  // head complete, waiting for channel room
   // max_connections, and never so many that the next hand-off could find no
   // descriptor left (the kernel would drop it unanswered): 503 first.
   const uint64_t max_held_ = MaxHeld(limits_);
@@ -373,7 +360,7 @@ private:
 
 void OnTermIgnored(int) {}
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners &listeners,
                                              const LimitsConfig &limits,
@@ -402,8 +389,7 @@ HeadGuard::~HeadGuard() { CloseForDrain(); }
 
 pid_t HeadGuard::Fork(WorkerStats &stats) {
   pid_t pid = fork();
-  if (pid != 0)
-    return pid;
+  if (pid != 0) return pid;
   // The guard process.
   CloseInheritedFds({park_[0], unpark_[1]});
   // SIGTERM is the event loop's (libevent installs its own handler); until it
@@ -411,8 +397,7 @@ pid_t HeadGuard::Fork(WorkerStats &stats) {
   SetUpForkedSignals(&OnTermIgnored);
   // `ps`, `top` and the tests tell it from the workers by this name.
   prctl(PR_SET_NAME, kHeadGuardProcessName);
-  if (getppid() == 1)
-    _exit(1); // the master is already gone
+  if (getppid() == 1) _exit(1);  // the master is already gone
   stats.pid.store(getpid());
   stats.tid.store(0);
   stats.open_conns.store(0);
@@ -427,10 +412,9 @@ pid_t HeadGuard::Fork(WorkerStats &stats) {
 
 void HeadGuard::CloseForDrain() {
   for (int *fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
-    if (*fd >= 0)
-      close(*fd);
+    if (*fd >= 0) close(*fd);
     *fd = -1;
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -28,7 +28,7 @@ namespace gearbox {
 inline constexpr char kHeadGuardProcessName[] = "gearboxd-guard";
 
 class HeadGuard {
-public:
+ public:
   // Creates the two channels (owned by the master, so that a guard or child
   // that dies can be replaced). Returns null with `error` set when they cannot
   // be made or cannot carry a whole request head (prefork then runs without a
@@ -58,15 +58,15 @@ public:
   // (which is what lets draining children exit) and exits.
   void CloseForDrain();
 
-private:
+ private:
   HeadGuard(const Listeners &listeners, const LimitsConfig &limits)
       : listeners_(listeners), limits_(limits) {}
 
   const Listeners &listeners_;
   const LimitsConfig limits_;
-  int park_[2] = {-1, -1};   // [0] the guard receives, [1] children send
-  int unpark_[2] = {-1, -1}; // [0] children receive, [1] the guard sends
+  int park_[2] = {-1, -1};    // [0] the guard receives, [1] children send
+  int unpark_[2] = {-1, -1};  // [0] children receive, [1] the guard sends
   size_t capacity_ = 0;
 };
 
-} // namespace gearbox
+}  // namespace gearbox

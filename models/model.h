@@ -19,7 +19,7 @@ namespace gearbox {
 using Deadline = std::chrono::steady_clock::time_point;
 
 struct Status {
-  std::string error; // empty == ok
+  std::string error;  // empty == ok
   bool ok() const { return error.empty(); }
   static Status Ok() { return {}; }
   static Status Error(std::string message) { return {std::move(message)}; }
@@ -28,16 +28,16 @@ struct Status {
 // Everything a generation shares with its model.
 struct ModelContext {
   const Listeners *listeners =
-      nullptr; // owned by the supervisor, outlive models
+      nullptr;  // owned by the supervisor, outlive models
   std::shared_ptr<const Router> router;
-  std::shared_ptr<StatsRegion> stats;            // size >= SlotsNeeded(config)
-  std::shared_ptr<const RequestLog> request_log; // access/slow log
+  std::shared_ptr<StatsRegion> stats;             // size >= SlotsNeeded(config)
+  std::shared_ptr<const RequestLog> request_log;  // access/slow log
   ModelConfig config;
   int generation = 1;
 };
 
 class Model {
-public:
+ public:
   virtual ~Model() = default;
   // The TOML value that selects this model.
   virtual std::string_view Name() const = 0;
@@ -70,4 +70,4 @@ std::unique_ptr<Model> MakeModel(std::string_view name);
 // Names in table order: "prefork", "threadpool", "async".
 std::span<const std::string_view> ModelNames();
 
-} // namespace gearbox
+}  // namespace gearbox

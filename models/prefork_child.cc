@@ -41,16 +41,18 @@ Clock::time_point FromNs(int64_t ns) {
 
 // One child: its listeners, the guard's channels, its policy and its loop.
 class ChildLoop {
-public:
+ public:
   explicit ChildLoop(const PreforkChildArgs &args)
-      : args_(args), ctx_(*args.context),
+      : args_(args),
+        ctx_(*args.context),
         stats_(ctx_.stats->Slot(static_cast<size_t>(args.slot))),
-        park_fd_(args.park_fd), unpark_fd_(args.unpark_fd) {}
+        park_fd_(args.park_fd),
+        unpark_fd_(args.unpark_fd) {}
 
   void SetUp();
   [[noreturn]] void Run();
 
-private:
+ private:
   void Serve(BlockingConnection &c, uint32_t listener);
   bool Park(BlockingConnection &c, uint32_t listener);
   void TakeHandBack();
@@ -68,10 +70,10 @@ private:
   Request request_;
   Response response_;
   BlockingContext bc_;
-  std::unique_ptr<PreforkPolicy> policy_;     // parks slow heads
-  std::unique_ptr<PreforkPolicy> no_parking_; // when parking failed
+  std::unique_ptr<PreforkPolicy> policy_;      // parks slow heads
+  std::unique_ptr<PreforkPolicy> no_parking_;  // when parking failed
   uint64_t start_requests_ = 0;
-  Buffer inbox_; // what the guard sends with a connection, reused
+  Buffer inbox_;  // what the guard sends with a connection, reused
 };
 
 void ChildLoop::SetUp() {
@@ -81,12 +83,10 @@ void ChildLoop::SetUp() {
     listen_fds_.push_back(l.fd);
   }
   for (int fd : {args_.ready_fd, park_fd_, unpark_fd_})
-    if (fd >= 0)
-      keep.insert(fd);
+    if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
   SetUpForkedSignals(&OnTerm);
-  if (getppid() == 1)
-    _exit(kChildSetupFailed); // master already gone
+  if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
 
   stats_.pid.store(getpid());
   stats_.busy.store(0);
@@ -100,17 +100,16 @@ void ChildLoop::SetUp() {
   // A client waits for a child when a listener has a connection queued or
   // the guard has a head ready: both make an idle keep-alive one give way.
   waiting_fds_ = listen_fds_;
-  if (unpark_fd_ >= 0)
-    waiting_fds_.push_back(unpark_fd_);
-  PreforkPolicy::Options o{.waiting_fds = waiting_fds_,
-                           .siblings = ctx_.stats.get(),
-                           .sibling_count = static_cast<size_t>(args_.workers),
-                           .self_slot = static_cast<size_t>(args_.slot),
-                           .park_heads_after =
-                               park_fd_ >= 0
-                                   ? std::chrono::microseconds(kParkHeadsAfter)
-                                   : std::chrono::microseconds(0),
-                           .draining = &g_draining};
+  if (unpark_fd_ >= 0) waiting_fds_.push_back(unpark_fd_);
+  PreforkPolicy::Options o{
+      .waiting_fds = waiting_fds_,
+      .siblings = ctx_.stats.get(),
+      .sibling_count = static_cast<size_t>(args_.workers),
+      .self_slot = static_cast<size_t>(args_.slot),
+      .park_heads_after = park_fd_ >= 0
+                              ? std::chrono::microseconds(kParkHeadsAfter)
+                              : std::chrono::microseconds(0),
+      .draining = &g_draining};
   policy_ = std::make_unique<PreforkPolicy>(o);
   o.park_heads_after = {};
   no_parking_ = std::make_unique<PreforkPolicy>(o);
@@ -137,9 +136,8 @@ bool ChildLoop::Park(BlockingConnection &c, uint32_t listener) {
                            .count();
   header.ready_us = p.ready_us;
   header.replayed_out = p.replayed_out;
-  if (SendConnection(park_fd_, c.fd, header, c.conn.input()) != 0)
-    return false;
-  close(c.fd); // the guard has its own copy; not a close for the stats
+  if (SendConnection(park_fd_, c.fd, header, c.conn.input()) != 0) return false;
+  close(c.fd);  // the guard has its own copy; not a close for the stats
   c.fd = -1;
   return true;
 }
@@ -148,7 +146,7 @@ void ChildLoop::Serve(BlockingConnection &c, uint32_t listener) {
   stats_.open_conns.store(1);
   if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
       !Park(c, listener)) {
-    ServeBlocking(c, bc_, *no_parking_); // closes the fd and counts why
+    ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
   }
   stats_.open_conns.store(0);
   // Not while draining: the child must stay for the heads the guard still
@@ -164,8 +162,7 @@ void ChildLoop::Serve(BlockingConnection &c, uint32_t listener) {
 // guard knows none will come, finishes the heads it holds and then closes the
 // unpark end, which is when draining children exit.
 void ChildLoop::StopParking() {
-  if (park_fd_ >= 0)
-    close(park_fd_);
+  if (park_fd_ >= 0) close(park_fd_);
   park_fd_ = -1;
   policy_->stop_parking();
 }
@@ -199,7 +196,7 @@ void ChildLoop::TakeHandBack() {
                  inbox_.view());
     Serve(c, header.listener);
   } else if (fd >= 0) {
-    close(fd); // a listener this generation does not have: cannot happen
+    close(fd);  // a listener this generation does not have: cannot happen
     stats_.CountClose(CloseReason::kError);
   }
 }
@@ -232,33 +229,26 @@ void ChildLoop::Run() {
       accepting = false;
       StopParking();
     }
-    if (!accepting && unpark_fd_ < 0)
-      break;
+    if (!accepting && unpark_fd_ < 0) break;
     pfds.clear();
-    if (unpark_fd_ >= 0)
-      pfds.push_back({unpark_fd_, POLLIN, 0});
+    if (unpark_fd_ >= 0) pfds.push_back({unpark_fd_, POLLIN, 0});
     const size_t first_listener = pfds.size();
     if (accepting)
-      for (int fd : listen_fds_)
-        pfds.push_back({fd, POLLIN, 0});
+      for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
     int n = poll(pfds.data(), pfds.size(), 1000);
-    if (n < 0)
-      continue; // EINTR: look at g_draining again
-    if (getppid() == 1)
-      break;
+    if (n < 0) continue;  // EINTR: look at g_draining again
+    if (getppid() == 1) break;
     // Heads the guard completed first: those clients have waited longest.
-    if (unpark_fd_ >= 0 && pfds[0].revents)
-      TakeHandBack();
+    if (unpark_fd_ >= 0 && pfds[0].revents) TakeHandBack();
     for (size_t i = first_listener; i < pfds.size() && !g_draining.load();
          ++i) {
-      if (pfds[i].revents & POLLIN)
-        AcceptFrom(i - first_listener);
+      if (pfds[i].revents & POLLIN) AcceptFrom(i - first_listener);
     }
   }
   _exit(kChildDrained);
 }
 
-} // namespace
+}  // namespace
 
 void RunPreforkChild(const PreforkChildArgs &args) {
   ChildLoop loop(args);
@@ -266,4 +256,4 @@ void RunPreforkChild(const PreforkChildArgs &args) {
   loop.Run();
 }
 
-} // namespace gearbox
+}  // namespace gearbox

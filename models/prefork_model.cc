@@ -29,27 +29,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kStormDeaths = 10; // this many unexpected deaths ...
+constexpr int kStormDeaths = 10;  // this many unexpected deaths ...
 constexpr auto kStormWindow =
-    std::chrono::seconds(10); // ... within this window
+    std::chrono::seconds(10);  // ... within this window
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
 struct Child {
-  pid_t pid = 0; // 0 = not running
+  pid_t pid = 0;  // 0 = not running
   Clock::time_point respawn_at{};
 };
 
 std::string DescribeStatus(int status) {
   if (WIFEXITED(status)) {
     switch (WEXITSTATUS(status)) {
-    case kChildDrained:
-      return "exit=drained";
-    case kChildRecycled:
-      return "exit=recycled";
-    case kChildSetupFailed:
-      return "exit=setup_failed";
-    default:
-      return "exit=" + std::to_string(WEXITSTATUS(status));
+      case kChildDrained:
+        return "exit=drained";
+      case kChildRecycled:
+        return "exit=recycled";
+      case kChildSetupFailed:
+        return "exit=setup_failed";
+      default:
+        return "exit=" + std::to_string(WEXITSTATUS(status));
     }
   }
   if (WIFSIGNALED(status))
@@ -58,10 +58,9 @@ std::string DescribeStatus(int status) {
 }
 
 class PreforkModel final : public Model {
-public:
+ public:
   ~PreforkModel() override {
-    if (started_)
-      Drain(Clock::now());
+    if (started_) Drain(Clock::now());
   }
 
   std::string_view Name() const override { return "prefork"; }
@@ -110,8 +109,7 @@ public:
     char byte;
     bool ok = n == 1 && read(ready[0], &byte, 1) == 1;
     close(ready[0]);
-    if (!ok)
-      return Status::Error("prefork: no child became ready within 10 s");
+    if (!ok) return Status::Error("prefork: no child became ready within 10 s");
     LogInfo("model_started",
             "model=prefork gen={} workers={} max_requests={} head_guard={}",
             ctx.generation, children_.size(), ctx.config.prefork.max_requests,
@@ -121,23 +119,19 @@ public:
 
   void Maintain() override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (draining_)
-      return; // Drain() reaps its own children
+    if (draining_) return;  // Drain() reaps its own children
     const auto now = Clock::now();
     for (size_t i = 0; i < children_.size(); ++i) {
       Child &c = children_[i];
       if (c.pid > 0) {
         int status = 0;
         pid_t r = waitpid(c.pid, &status, WNOHANG);
-        if (r != c.pid)
-          continue;
+        if (r != c.pid) continue;
         OnChildExit(i, status, now);
       }
-      if (c.pid == 0 && now >= c.respawn_at)
-        Spawn(i, -1);
+      if (c.pid == 0 && now >= c.respawn_at) Spawn(i, -1);
     }
-    if (!guard_)
-      return;
+    if (!guard_) return;
     int status = 0;
     if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_) {
       // The heads it held are lost (their clients see a close); the channels
@@ -147,8 +141,7 @@ public:
               GuardStats().open_conns.load());
       OnGuardGone();
     }
-    if (guard_pid_ == 0 && now >= guard_respawn_at_)
-      SpawnGuard();
+    if (guard_pid_ == 0 && now >= guard_respawn_at_) SpawnGuard();
   }
 
   void StopAccepting() override {
@@ -158,16 +151,13 @@ public:
 
   void Drain(Deadline deadline) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!started_)
-      return;
+    if (!started_) return;
     StopAcceptingLocked();
     started_ = false;
     if (Clock::now() >= deadline) {
-      if (guard_pid_ > 0)
-        kill(guard_pid_, SIGKILL);
+      if (guard_pid_ > 0) kill(guard_pid_, SIGKILL);
       for (Child &c : children_)
-        if (c.pid > 0)
-          kill(c.pid, SIGKILL);
+        if (c.pid > 0) kill(c.pid, SIGKILL);
     }
     for (;;) {
       // The guard exits once the children have stopped parking and it has
@@ -175,14 +165,13 @@ public:
       bool alive = false;
       if (guard_pid_ > 0) {
         if (waitpid(guard_pid_, nullptr, WNOHANG) == guard_pid_) {
-          OnGuardGone(); // held nothing, unless it was killed
+          OnGuardGone();  // held nothing, unless it was killed
         } else {
           alive = true;
         }
       }
       for (Child &c : children_) {
-        if (c.pid <= 0)
-          continue;
+        if (c.pid <= 0) continue;
         int status;
         if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
           LogDebug("child_exited", "model=prefork pid={} {}", c.pid,
@@ -192,8 +181,7 @@ public:
           alive = true;
         }
       }
-      if (!alive)
-        break;
+      if (!alive) break;
       if (Clock::now() >= deadline) {
         if (guard_pid_ > 0) {
           LogWarn("head_guard_killed",
@@ -203,8 +191,7 @@ public:
           OnGuardGone();
         }
         for (Child &c : children_) {
-          if (c.pid <= 0)
-            continue;
+          if (c.pid <= 0) continue;
           LogWarn("child_killed",
                   "model=prefork pid={} reason=graceful_timeout", c.pid);
           kill(c.pid, SIGKILL);
@@ -222,7 +209,7 @@ public:
             ctx_.generation, spawned_, exited_, recycled_);
   }
 
-private:
+ private:
   static int Workers(const ModelConfig &c) {
     return c.foreground ? 1 : c.prefork.workers;
   }
@@ -231,12 +218,10 @@ private:
   // another connection (it checks the flag between poll() and accept()), finish
   // the connection in hand and exit; no respawns from now on.
   void StopAcceptingLocked() {
-    if (draining_)
-      return;
+    if (draining_) return;
     draining_ = true;
     for (Child &c : children_)
-      if (c.pid > 0)
-        kill(c.pid, SIGTERM);
+      if (c.pid > 0) kill(c.pid, SIGTERM);
     if (guard_) {
       // Heads parked while no guard runs (it died and its successor is not
       // due yet) wait in the park channel; once the master drops its copy,
@@ -244,8 +229,7 @@ private:
       int status = 0;
       if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_)
         OnGuardGone();
-      if (guard_pid_ == 0)
-        SpawnGuard();
+      if (guard_pid_ == 0) SpawnGuard();
       guard_->CloseForDrain();
     }
   }
@@ -258,8 +242,7 @@ private:
   void OnGuardGone() {
     WorkerStats &g = GuardStats();
     const uint64_t held = g.open_conns.load();
-    for (uint64_t i = 0; i < held; ++i)
-      g.CountClose(CloseReason::kError);
+    for (uint64_t i = 0; i < held; ++i) g.CountClose(CloseReason::kError);
     g.open_conns.store(0);
     g.pid.store(0);
     guard_pid_ = 0;
@@ -336,7 +319,7 @@ private:
             c.pid, DescribeStatus(status));
     ctx_.stats->Slot(index).busy.store(0);
     ctx_.stats->Slot(index).open_conns.store(0);
-    ctx_.stats->Slot(index).pid.store(0); // not a free sibling while dead
+    ctx_.stats->Slot(index).pid.store(0);  // not a free sibling while dead
     c.pid = 0;
     deaths_.push_back(now);
     while (!deaths_.empty() && now - deaths_.front() > kStormWindow)
@@ -361,8 +344,8 @@ private:
   ModelContext ctx_;
   std::mutex mu_;
   std::vector<Child> children_;
-  std::unique_ptr<HeadGuard> guard_; // null when it could not be set up
-  pid_t guard_pid_ = 0;              // 0 = not running
+  std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
+  pid_t guard_pid_ = 0;               // 0 = not running
   Clock::time_point guard_respawn_at_{};
   std::deque<Clock::time_point> deaths_;
   Clock::duration backoff_{};
@@ -372,10 +355,10 @@ private:
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Model> MakePreforkModel() {
   return std::make_unique<PreforkModel>();
 }
 
-} // namespace gearbox
+}  // namespace gearbox

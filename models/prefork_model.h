@@ -15,10 +15,10 @@ std::unique_ptr<Model> MakePreforkModel();
 
 // Exit codes of a prefork child, understood by the master.
 enum PreforkExit : int {
-  kChildDrained = 0,  // stopped on SIGTERM after finishing its request
-  kChildRecycled = 3, // served max_requests; replaced at once, no backoff
+  kChildDrained = 0,   // stopped on SIGTERM after finishing its request
+  kChildRecycled = 3,  // served max_requests; replaced at once, no backoff
   kChildSetupFailed =
-      4, // could not start serving; counts toward the crash guard
+      4,  // could not start serving; counts toward the crash guard
 };
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -15,12 +15,11 @@ namespace {
 constexpr std::chrono::milliseconds kHandoffGrace{20};
 
 ReadWait FromWait(bool ready, bool interrupted) {
-  if (interrupted)
-    return ReadWait::kInterrupted;
+  if (interrupted) return ReadWait::kInterrupted;
   return ready ? ReadWait::kReadable : ReadWait::kTimedOut;
 }
 
-} // namespace
+}  // namespace
 
 bool PreforkPolicy::Parking() const {
   return o_.park_heads_after.count() > 0 &&
@@ -31,19 +30,16 @@ bool PreforkPolicy::Parking() const {
 bool PreforkPolicy::ListenerPending() const {
   pollfd fds[8];
   size_t n = std::min<size_t>(o_.waiting_fds.size(), 8);
-  for (size_t i = 0; i < n; ++i)
-    fds[i] = {o_.waiting_fds[i], POLLIN, 0};
+  for (size_t i = 0; i < n; ++i) fds[i] = {o_.waiting_fds[i], POLLIN, 0};
   return n > 0 && poll(fds, n, 0) > 0;
 }
 
 // True when another child is alive and holds no connection. O(workers) scan
 // of the shared slots; workers <= 1024, and only when a client waits.
 bool PreforkPolicy::FreeSibling() const {
-  if (!o_.siblings)
-    return false;
+  if (!o_.siblings) return false;
   for (size_t i = 0; i < o_.sibling_count; ++i) {
-    if (i == o_.self_slot)
-      continue;
+    if (i == o_.self_slot) continue;
     const WorkerStats &s = o_.siblings->Slot(i);
     if (s.pid.load(std::memory_order_relaxed) != 0 &&
         s.open_conns.load(std::memory_order_relaxed) == 0)
@@ -59,16 +55,16 @@ bool PreforkPolicy::CloseAfterResponse() {
 ReadWait PreforkPolicy::WaitReadable(BlockingConnection &c,
                                      const Interest &interest) {
   switch (c.conn.phase()) {
-  case Phase::kIdle:
-    return WaitIdle(c, interest.deadline);
-  case Phase::kFresh:
-  case Phase::kHead:
-    return WaitHead(c, interest.deadline);
-  default: {
-    bool eintr = false;
-    bool ready = WaitFor(c.fd, POLLIN, interest.deadline, &eintr);
-    return FromWait(ready, eintr);
-  }
+    case Phase::kIdle:
+      return WaitIdle(c, interest.deadline);
+    case Phase::kFresh:
+    case Phase::kHead:
+      return WaitHead(c, interest.deadline);
+    default: {
+      bool eintr = false;
+      bool ready = WaitFor(c.fd, POLLIN, interest.deadline, &eintr);
+      return FromWait(ready, eintr);
+    }
   }
 }
 
@@ -86,8 +82,7 @@ ReadWait PreforkPolicy::WaitHead(BlockingConnection &c,
   if (WaitFor(c.fd, POLLIN, until, &eintr)) {
     return eintr ? ReadWait::kInterrupted : ReadWait::kReadable;
   }
-  if (parking && Clock::now() < deadline)
-    return ReadWait::kPark;
+  if (parking && Clock::now() < deadline) return ReadWait::kPark;
   return ReadWait::kTimedOut;
 }
 
@@ -106,12 +101,10 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection &c,
       std::chrono::milliseconds(5 * std::min<size_t>(o_.self_slot, 16));
   for (;;) {
     int r = poll(fds, n, MillisUntil(deadline));
-    if (r == 0)
-      return ReadWait::kTimedOut;
+    if (r == 0) return ReadWait::kTimedOut;
     if (r < 0)
       return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
-    if (fds[0].revents)
-      return ReadWait::kReadable;
+    if (fds[0].revents) return ReadWait::kReadable;
     if (FreeSibling() || Clock::now() < handoff_after) {
       // A free child will take the newcomer, or this connection has been idle
       // only briefly (the peer may be about to reuse it: closing now would
@@ -120,11 +113,10 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection &c,
       if (poll(&self, 1, std::min(5, MillisUntil(deadline))) > 0)
         return ReadWait::kReadable;
     } else if (ListenerPending()) {
-      return ReadWait::kGiveUp; // a new client is queued
+      return ReadWait::kGiveUp;  // a new client is queued
     }
-    if (Clock::now() >= deadline)
-      return ReadWait::kTimedOut;
+    if (Clock::now() >= deadline) return ReadWait::kTimedOut;
   }
 }
 
-} // namespace gearbox
+}  // namespace gearbox

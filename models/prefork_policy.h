@@ -13,7 +13,7 @@
 namespace gearbox {
 
 class PreforkPolicy final : public BlockingPolicy {
-public:
+ public:
   struct Options {
     // Listening fds and the guard's unpark channel: a client waiting on any
     // of them makes an idle keep-alive connection give way.
@@ -21,13 +21,13 @@ public:
     // The children's stats slots: an idle keep-alive connection is given up
     // only when no sibling is free to take the waiting client.
     const StatsRegion *siblings = nullptr;
-    size_t sibling_count = 0; // the first slots of `siblings` are children
+    size_t sibling_count = 0;  // the first slots of `siblings` are children
     size_t self_slot = 0;
     // A request head still incomplete this long after it began (or a fresh
     // connection silent this long after accept) is parked with the head
     // guard. Zero: never.
     std::chrono::microseconds park_heads_after{0};
-    const std::atomic<bool> *draining = nullptr; // no parking once draining
+    const std::atomic<bool> *draining = nullptr;  // no parking once draining
   };
   explicit PreforkPolicy(const Options &options) : o_(options) {}
   void set_waiting_fds(std::span<const int> fds) { o_.waiting_fds = fds; }
@@ -42,7 +42,7 @@ public:
   ReadWait WaitReadable(BlockingConnection &c,
                         const Interest &interest) override;
 
-private:
+ private:
   ReadWait WaitIdle(BlockingConnection &c, Clock::time_point deadline);
   ReadWait WaitHead(BlockingConnection &c, Clock::time_point deadline);
   bool ListenerPending() const;
@@ -52,4 +52,4 @@ private:
   Options o_;
 };
 
-} // namespace gearbox
+}  // namespace gearbox

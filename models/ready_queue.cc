@@ -14,8 +14,7 @@ void ReadyQueue::UpdateGauge() {
 
 bool ReadyQueue::Push(BlockingConnection *c) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (queue_.size() >= capacity_ || closed_)
-    return false;
+  if (queue_.size() >= capacity_ || closed_) return false;
   c->conn.set_ready_us(NowMicros());
   queue_.push_back(c);
   UpdateGauge();
@@ -36,8 +35,7 @@ BlockingConnection *ReadyQueue::Pop() {
   idle_workers_.fetch_add(1, std::memory_order_relaxed);
   ready_cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
   idle_workers_.fetch_sub(1, std::memory_order_relaxed);
-  if (queue_.empty())
-    return nullptr; // closed and nothing left
+  if (queue_.empty()) return nullptr;  // closed and nothing left
   BlockingConnection *c = queue_.front();
   queue_.pop_front();
   UpdateGauge();
@@ -48,10 +46,8 @@ BlockingConnection *ReadyQueue::Pop() {
 void ReadyQueue::Done(BlockingConnection *parked) {
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
-  if (parked)
-    returned_.push_back(parked);
-  if (IdleLocked())
-    idle_cv_.notify_all();
+  if (parked) returned_.push_back(parked);
+  if (IdleLocked()) idle_cv_.notify_all();
 }
 
 void ReadyQueue::TakeReturned(std::vector<BlockingConnection *> &out) {
@@ -64,8 +60,7 @@ void ReadyQueue::TakeReturned(std::vector<BlockingConnection *> &out) {
 void ReadyQueue::SetHeld(size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   held_ = n;
-  if (IdleLocked())
-    idle_cv_.notify_all();
+  if (IdleLocked()) idle_cv_.notify_all();
 }
 
 void ReadyQueue::Close() {
@@ -89,4 +84,4 @@ std::deque<BlockingConnection *> ReadyQueue::TakeQueued() {
   return out;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -18,7 +18,7 @@
 namespace gearbox {
 
 class ReadyQueue {
-public:
+ public:
   // `gauges`: the acceptor slot, which carries queue depth and high-water.
   ReadyQueue(size_t capacity, WorkerStats &gauges)
       : capacity_(capacity), gauges_(gauges) {}
@@ -48,8 +48,8 @@ public:
   const std::atomic<int> &queued() const { return queued_; }
   const std::atomic<int> &idle_workers() const { return idle_workers_; }
 
-private:
-  void UpdateGauge(); // caller holds mu_
+ private:
+  void UpdateGauge();  // caller holds mu_
   bool IdleLocked() const {
     return queue_.empty() && active_ == 0 && returned_.empty() && held_ == 0;
   }
@@ -68,4 +68,4 @@ private:
   std::atomic<int> idle_workers_{0};
 };
 
-} // namespace gearbox
+}  // namespace gearbox

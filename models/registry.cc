@@ -23,16 +23,15 @@ constexpr ModelKind kModelTable[] = {
 constexpr std::string_view kModelNames[] = {"prefork", "threadpool", "async"};
 static_assert(std::size(kModelNames) == std::size(kModelTable));
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Model> MakeModel(std::string_view name) {
   for (const ModelKind &kind : kModelTable) {
-    if (kind.name == name)
-      return kind.make();
+    if (kind.name == name) return kind.make();
   }
   return nullptr;
 }
 
 std::span<const std::string_view> ModelNames() { return kModelNames; }
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -29,7 +29,7 @@ constexpr std::chrono::milliseconds kTurnSlice{10};
 
 // A per-worker sleeper that a forced stop can interrupt.
 class InterruptibleSleeper final : public Sleeper {
-public:
+ public:
   bool SleepFor(std::chrono::microseconds d) override {
     std::unique_lock<std::mutex> lock(mu_);
     return !cv_.wait_for(lock, d, [this] { return aborted_; });
@@ -40,7 +40,7 @@ public:
     cv_.notify_all();
   }
 
-private:
+ private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool aborted_ = false;
@@ -48,7 +48,7 @@ private:
 
 // A worker never blocks waiting for a client's bytes: the poller does that.
 class ParkWhenIdle final : public BlockingPolicy {
-public:
+ public:
   explicit ParkWhenIdle(const ReadyQueue &queue) : queue_(queue) {}
   ReadWait WaitReadable(BlockingConnection &, const Interest &) override {
     return ReadWait::kPark;
@@ -61,19 +61,19 @@ public:
                queue_.idle_workers().load(std::memory_order_relaxed);
   }
 
-private:
+ private:
   const ReadyQueue &queue_;
 };
 
 // One worker thread's state.
 struct Worker {
   InterruptibleSleeper sleeper;
-  std::atomic<int> current_fd{-1}; // unblocked by a forced stop
+  std::atomic<int> current_fd{-1};  // unblocked by a forced stop
   std::thread thread;
 };
 
 class ThreadPoolModel final : public Model {
-public:
+ public:
   ~ThreadPoolModel() override {
     if (state_ != DrainState::kIdle && state_ != DrainState::kStopped)
       Drain(Clock::now());
@@ -94,8 +94,7 @@ public:
     queue_ = std::make_unique<ReadyQueue>(
         static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0));
     poller_ = std::make_unique<ConnectionPoller>(ctx_, *queue_, draining_);
-    if (Status s = poller_->Init(); !s.ok())
-      return s;
+    if (Status s = poller_->Init(); !s.ok()) return s;
     const int threads = Threads(ctx.config);
     for (int i = 0; i < threads; ++i)
       workers_.push_back(std::make_unique<Worker>());
@@ -110,26 +109,22 @@ public:
   }
 
   void StopAccepting() override {
-    if (state_ != DrainState::kServing)
-      return;
+    if (state_ != DrainState::kServing) return;
     state_ = DrainState::kNotAccepting;
     draining_.store(true);
     poller_->WaitDrainAcknowledged();
   }
 
   void Drain(Deadline deadline) override {
-    if (state_ == DrainState::kIdle || state_ == DrainState::kStopped)
-      return;
+    if (state_ == DrainState::kIdle || state_ == DrainState::kStopped) return;
     StopAccepting();
     // Finish what is queued, in hand, or parked waiting for a first request
     // or the rest of one.
     const bool finished = queue_->WaitIdle(deadline);
     state_ = DrainState::kStopping;
     queue_->Close();
-    if (!finished)
-      Abort();
-    for (auto &w : workers_)
-      w->thread.join();
+    if (!finished) Abort();
+    for (auto &w : workers_) w->thread.join();
     poller_->Stop();
     for (BlockingConnection *c : queue_->TakeQueued()) {
       c->conn.Abort(CloseReason::kDrain);
@@ -141,7 +136,7 @@ public:
     LogInfo("model_drained", "model=threadpool gen={}", ctx_.generation);
   }
 
-private:
+ private:
   enum class DrainState { kIdle, kServing, kNotAccepting, kStopping, kStopped };
 
   static int Threads(const ModelConfig &c) {
@@ -153,8 +148,7 @@ private:
     for (auto &w : workers_) {
       w->sleeper.Abort();
       int fd = w->current_fd.load();
-      if (fd >= 0)
-        shutdown(fd, SHUT_RDWR);
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
     }
   }
 
@@ -187,8 +181,7 @@ private:
         parked = c;
       }
       queue_->Done(parked);
-      if (parked || draining_.load())
-        poller_->Wake();
+      if (parked || draining_.load()) poller_->Wake();
     }
   }
 
@@ -200,10 +193,10 @@ private:
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Model> MakeThreadPoolModel() {
   return std::make_unique<ThreadPoolModel>();
 }
 
-} // namespace gearbox
+}  // namespace gearbox

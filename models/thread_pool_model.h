@@ -11,4 +11,4 @@ namespace gearbox {
 
 std::unique_ptr<Model> MakeThreadPoolModel();
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -15,7 +15,7 @@ constexpr size_t kMaxBufferedWhileWaiting = 1 << 20;
 // larger buffer, from a big response, is given back once sent.
 constexpr size_t kKeptOutCapacity = 4096;
 
-} // namespace
+}  // namespace
 
 // A request whose handler waits. Heap-allocated only then, so idle
 // connections stay small. The Request copy keeps only what the codec needs to
@@ -69,13 +69,11 @@ void Connection::SetDeadline(Clock::time_point t) {
 }
 
 void Connection::Received(std::string_view bytes, Clock::time_point now) {
-  if (phase_ == Phase::kClosing || phase_ == Phase::kClosed)
-    return;
+  if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return;
   Bump(stats().bytes_in, bytes.size());
   if (phase_ == Phase::kHandler || !in_.empty() || head_ready_) {
     in_.Append(bytes);
-    if (phase_ != Phase::kHandler)
-      Process(now);
+    if (phase_ != Phase::kHandler) Process(now);
     return;
   }
   // Common case: the whole request arrived in one read into the worker's
@@ -94,8 +92,7 @@ char *Connection::ReadSpace(size_t min) { return in_.Reserve(min); }
 void Connection::Commit(size_t n, Clock::time_point now) {
   in_.Commit(n);
   Bump(stats().bytes_in, n);
-  if (phase_ != Phase::kHandler)
-    Process(now);
+  if (phase_ != Phase::kHandler) Process(now);
 }
 
 void Connection::Process(Clock::time_point now) {
@@ -113,35 +110,33 @@ bool Connection::ParseOnce(std::string_view view, bool external, size_t &pos,
   if (phase_ == Phase::kHandler || phase_ == Phase::kClosing ||
       phase_ == Phase::kClosed || head_ready_)
     return false;
-  if (view.empty() && !codec_->InRequest())
-    return false;
+  if (view.empty() && !codec_->InRequest()) return false;
   if (out_.size() - out_off_ >= kFlushThreshold) {
-    more_buffered_ = true; // write what is there first
+    more_buffered_ = true;  // write what is there first
     return false;
   }
   const size_t out_before = out_.size();
   ServerCodec::Result r = codec_->Parse(view, *env_->request, out_);
   DropReplayedReplies(out_before);
   switch (r.status) {
-  case ServerCodec::Status::kIncomplete:
-    unconsumed_replies_ += out_.size() - out_before;
-    NoteIncomplete(now);
-    return false;
-  case ServerCodec::Status::kError:
-    Bump(stats().bad_input);
-    if (r.error_status)
-      stats().CountStatus(r.error_status);
-    CloseAfterWrite(CloseReason::kError);
-    return false;
-  case ServerCodec::Status::kClose:
-    CloseAfterWrite(CloseReason::kClient);
-    return false;
-  case ServerCodec::Status::kComplete:
-    break;
+    case ServerCodec::Status::kIncomplete:
+      unconsumed_replies_ += out_.size() - out_before;
+      NoteIncomplete(now);
+      return false;
+    case ServerCodec::Status::kError:
+      Bump(stats().bad_input);
+      if (r.error_status) stats().CountStatus(r.error_status);
+      CloseAfterWrite(CloseReason::kError);
+      return false;
+    case ServerCodec::Status::kClose:
+      CloseAfterWrite(CloseReason::kClient);
+      return false;
+    case ServerCodec::Status::kComplete:
+      break;
   }
   if (head_only_) {
     unconsumed_replies_ += out_.size() - out_before;
-    head_ready_ = true; // the bytes stay: the next owner serves them
+    head_ready_ = true;  // the bytes stay: the next owner serves them
     if (external) {
       in_.Append(view);
       pos += view.size();
@@ -154,16 +149,14 @@ bool Connection::ParseOnce(std::string_view view, bool external, size_t &pos,
 
 // Bytes of a request are buffered but it is not complete: which deadline.
 void Connection::NoteIncomplete(Clock::time_point now) {
-  if (!codec_->InRequest())
-    return; // e.g. FastCGI management records only
+  if (!codec_->InRequest()) return;  // e.g. FastCGI management records only
   if (phase_ == Phase::kIdle) {
     // The whole head is due within header_timeout of its first byte (not
     // reset per read). A fresh connection keeps the deadline from accept.
     head_started_ = now;
     SetDeadline(now + env_->limits->header_timeout);
   }
-  if (phase_ == Phase::kIdle || phase_ == Phase::kFresh)
-    phase_ = Phase::kHead;
+  if (phase_ == Phase::kIdle || phase_ == Phase::kFresh) phase_ = Phase::kHead;
   if (phase_ == Phase::kHead && codec_->InBody()) {
     // The head arrived in time; the whole body gets its own bound from here,
     // set once: a trickling body cannot extend it.
@@ -184,7 +177,7 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   RequestTiming timing;
   std::unique_ptr<Exchange> exchange =
       BeginRequest(env_->cycle, request, ready_us_, timing);
-  ready_us_ = 0; // later requests on this connection did not queue
+  ready_us_ = 0;  // later requests on this connection did not queue
   fresh_ = false;
   response.Reset();
   Step step = exchange->Resume(response);
@@ -200,8 +193,7 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
     in_.Consume(consumed);
   }
   unconsumed_replies_ = 0;
-  if (phase_ == Phase::kIdle)
-    SetDeadline(now + env_->limits->idle_timeout);
+  if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
 }
 
 void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
@@ -240,15 +232,13 @@ void Connection::ResumeExchange(Clock::time_point now) {
     return;
   }
   std::unique_ptr<Pending> done = std::move(pending_);
-  phase_ = Phase::kIdle; // Finish() may close instead
+  phase_ = Phase::kIdle;  // Finish() may close instead
   Finish(done->request, done->response, done->timing, done->announce_close);
-  if (phase_ == Phase::kIdle)
-    SetDeadline(now + env_->limits->idle_timeout);
+  if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
 }
 
 void Connection::CutShort() {
-  if (!pending_)
-    return;
+  if (!pending_) return;
   std::unique_ptr<Pending> done = std::move(pending_);
   done->response.Reset();
   done->response.status = 503;
@@ -278,8 +268,7 @@ void Connection::CloseAfterWrite(CloseReason reason) {
 // first buffered byte; replies the peer already got are produced again, and
 // dropped here.
 void Connection::DropReplayedReplies(size_t out_before) {
-  if (replayed_out_ == 0)
-    return;
+  if (replayed_out_ == 0) return;
   const size_t drop = std::min(replayed_out_, out_.size() - out_before);
   out_.erase(out_before, drop);
   replayed_out_ -= drop;
@@ -289,24 +278,20 @@ void Connection::DropReplayedReplies(size_t out_before) {
 
 void Connection::Sent(size_t n, Clock::time_point now) {
   out_off_ += n;
-  if (out_off_ < out_.size())
-    return;
+  if (out_off_ < out_.size()) return;
   out_.clear();
   out_off_ = 0;
-  if (out_.capacity() > kKeptOutCapacity)
-    std::string().swap(out_);
+  if (out_.capacity() > kKeptOutCapacity) std::string().swap(out_);
   if (send_armed_) {
     send_armed_ = false;
     // The idle clock starts once the client has its responses.
-    if (phase_ == Phase::kIdle)
-      SetDeadline(now + env_->limits->idle_timeout);
+    if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
     deadline_changed_ = true;
   }
 }
 
 void Connection::WriteBlocked(Clock::time_point now) {
-  if (send_armed_)
-    return;
+  if (send_armed_) return;
   // The send timeout bounds the whole remainder, not each chunk: a client
   // that reads one byte a second cannot hold a worker forever.
   send_armed_ = true;
@@ -316,36 +301,34 @@ void Connection::WriteBlocked(Clock::time_point now) {
 
 void Connection::DeadlinePassed(Clock::time_point now) {
   if (send_armed_ && phase_ != Phase::kHandler) {
-    if (now < send_deadline_)
-      return;
+    if (now < send_deadline_) return;
     DropOutput();
-    CloseAfterWrite(CloseReason::kSendTimeout); // the client is not reading
+    CloseAfterWrite(CloseReason::kSendTimeout);  // the client is not reading
     return;
   }
-  if (now < deadline_)
-    return;
+  if (now < deadline_) return;
   switch (phase_) {
-  case Phase::kHandler:
-    ResumeExchange(now);
-    Process(now); // pipelined requests behind this one
-    return;
-  case Phase::kFresh:
-  case Phase::kHead:
-  case Phase::kBody:
-    // Not complete in time: 408, which a client mid-request may still read;
-    // one that never sent a byte is just closed (as nginx does).
-    if (codec_->InRequest()) {
-      codec_->AppendError(408, {}, out_);
-      stats().CountStatus(408);
-    }
-    CloseAfterWrite(CloseReason::kHeaderTimeout);
-    return;
-  case Phase::kIdle:
-    CloseAfterWrite(CloseReason::kIdleTimeout);
-    return;
-  case Phase::kClosing:
-  case Phase::kClosed:
-    return;
+    case Phase::kHandler:
+      ResumeExchange(now);
+      Process(now);  // pipelined requests behind this one
+      return;
+    case Phase::kFresh:
+    case Phase::kHead:
+    case Phase::kBody:
+      // Not complete in time: 408, which a client mid-request may still read;
+      // one that never sent a byte is just closed (as nginx does).
+      if (codec_->InRequest()) {
+        codec_->AppendError(408, {}, out_);
+        stats().CountStatus(408);
+      }
+      CloseAfterWrite(CloseReason::kHeaderTimeout);
+      return;
+    case Phase::kIdle:
+      CloseAfterWrite(CloseReason::kIdleTimeout);
+      return;
+    case Phase::kClosing:
+    case Phase::kClosed:
+      return;
   }
 }
 
@@ -356,8 +339,7 @@ void Connection::DropOutput() {
 }
 
 void Connection::DropPending() {
-  if (!pending_)
-    return;
+  if (!pending_) return;
   // Closing cancels a waiting exchange: destroying it is how the handler
   // learns; the request is no longer in flight.
   pending_.reset();
@@ -373,8 +355,7 @@ void Connection::DropPending() {
 void Connection::PeerClosed() { Abort(CloseReason::kClient); }
 
 void Connection::Abort(CloseReason reason) {
-  if (phase_ == Phase::kClosed)
-    return;
+  if (phase_ == Phase::kClosed) return;
   DropPending();
   DropOutput();
   CloseAfterWrite(reason);
@@ -388,8 +369,7 @@ void Connection::Refuse() {
 }
 
 void Connection::CountClosed() {
-  if (phase_ == Phase::kClosed)
-    return;
+  if (phase_ == Phase::kClosed) return;
   DropPending();
   phase_ = Phase::kClosed;
   stats().CountClose(close_reason_);
@@ -436,4 +416,4 @@ Interest Connection::Next(Clock::time_point now) {
   return i;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

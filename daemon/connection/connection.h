@@ -33,12 +33,12 @@ using Clock = std::chrono::steady_clock;
 
 // Where a connection is in its cycle.
 enum class Phase : uint8_t {
-  kFresh,   // accepted, no byte yet: owed its first request (header_timeout)
-  kIdle,    // keep-alive, between requests (idle_timeout)
-  kHead,    // part of a request head received (header_timeout)
-  kBody,    // head complete, body arriving (body_timeout, from the head's end)
-  kHandler, // a handler is waiting (timer)
-  kClosing, // the last bytes go out, then close
+  kFresh,    // accepted, no byte yet: owed its first request (header_timeout)
+  kIdle,     // keep-alive, between requests (idle_timeout)
+  kHead,     // part of a request head received (header_timeout)
+  kBody,     // head complete, body arriving (body_timeout, from the head's end)
+  kHandler,  // a handler is waiting (timer)
+  kClosing,  // the last bytes go out, then close
   kClosed,
 };
 
@@ -46,28 +46,28 @@ enum class Phase : uint8_t {
 // sends pending_out() first (blocking models) or alongside (async).
 struct Interest {
   enum class Kind : uint8_t {
-    kRead,      // wait for bytes until `deadline`, then OnDeadline()
-    kProcess,   // complete requests are buffered: call Process() again
-    kHandler,   // the handler waits: OnDeadline() at `deadline`
-    kWrite,     // the socket is full: wait writable until `deadline`
-    kHeadReady, // (head-only mode) a head is complete: hand it over
-    kClose,     // close the socket (after `write`, if any), for `reason`
+    kRead,       // wait for bytes until `deadline`, then OnDeadline()
+    kProcess,    // complete requests are buffered: call Process() again
+    kHandler,    // the handler waits: OnDeadline() at `deadline`
+    kWrite,      // the socket is full: wait writable until `deadline`
+    kHeadReady,  // (head-only mode) a head is complete: hand it over
+    kClose,      // close the socket (after `write`, if any), for `reason`
   };
   Kind kind = Kind::kRead;
-  bool write = false; // pending_out() has bytes
+  bool write = false;  // pending_out() has bytes
   // kHandler: keep reading into the buffer (a hang-up cancels the wait,
   // pipelined bytes queue), false past a bound.
   bool read = false;
-  bool deadline_changed = false; // since the last Next(): re-arm a timer
+  bool deadline_changed = false;  // since the last Next(): re-arm a timer
   Clock::time_point deadline{};
   CloseReason reason = CloseReason::kServer;
 };
 
 // What a worker gives its connections: how to serve, and where to count.
 struct ConnectionEnv {
-  RequestCycle cycle; // router, stats slot, request log, worker index
+  RequestCycle cycle;  // router, stats slot, request log, worker index
   const LimitsConfig *limits = nullptr;
-  const std::atomic<bool> *draining = nullptr; // finish, then close
+  const std::atomic<bool> *draining = nullptr;  // finish, then close
   // Per-worker scratch, reused by every connection: no per-request
   // allocation. A waiting exchange moves its response out of it.
   Request *request = nullptr;
@@ -76,7 +76,7 @@ struct ConnectionEnv {
 
 // Per-model decision the machine asks for at one point of each request.
 class ResponsePolicy {
-public:
+ public:
   virtual ~ResponsePolicy() = default;
   // A response is about to be framed: true asks the peer to close after it
   // (prefork gives a kept-alive connection up to a waiting client this way).
@@ -86,13 +86,13 @@ public:
 // What travels with a connection handed to another process.
 struct ConnectionProgress {
   bool fresh = true;
-  Clock::time_point deadline{}; // the head's deadline
-  uint64_t ready_us = 0;        // accept time, for the queue-wait figure
-  uint64_t replayed_out = 0;    // see Connection::replayed_out_
+  Clock::time_point deadline{};  // the head's deadline
+  uint64_t ready_us = 0;         // accept time, for the queue-wait figure
+  uint64_t replayed_out = 0;     // see Connection::replayed_out_
 };
 
 class Connection {
-public:
+ public:
   Connection(Protocol protocol, const LimitsConfig &limits);
   ~Connection();
   Connection(const Connection &) = delete;
@@ -160,8 +160,8 @@ public:
   uint64_t ready_us() const { return ready_us_; }
   void set_ready_us(uint64_t us) { ready_us_ = us; }
 
-private:
-  struct Pending; // a request whose handler waits
+ private:
+  struct Pending;  // a request whose handler waits
 
   bool Draining() const {
     return env_->draining && env_->draining->load(std::memory_order_relaxed);
@@ -211,7 +211,7 @@ private:
   bool send_armed_ = false;
   bool deadline_changed_ = true;
   bool counted_ = false;
-  bool more_buffered_ = false; // Process() stopped with requests left
+  bool more_buffered_ = false;  // Process() stopped with requests left
 };
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -21,14 +21,14 @@ namespace gearbox {
 struct RequestCycle {
   const Router *router = nullptr;
   WorkerStats *stats = nullptr;
-  const RequestLog *log = nullptr; // null or disabled: no per-request logging
+  const RequestLog *log = nullptr;  // null or disabled: no per-request logging
   int worker = 0;
 };
 
 // What FinishRequest needs to know about a request once its views may be gone.
 struct RequestTiming {
-  uint64_t start_us = 0; // handler start
-  uint64_t queue_us = 0; // ready -> handler start
+  uint64_t start_us = 0;  // handler start
+  uint64_t queue_us = 0;  // ready -> handler start
   bool waited = false;
 };
 
@@ -94,4 +94,4 @@ inline bool FinishRequest(const RequestCycle &cycle, ServerCodec &codec,
   return close;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

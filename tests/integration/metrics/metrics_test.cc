@@ -3,8 +3,8 @@
 // `event=stats` logfmt line, the /status JSON and OpenMetrics exposition, the
 // access and slow-request logs — against what the client actually sent and saw.
 //
-// Counting rules the daemon follows (daemon/connection/request_cycle.h) and the tests rely
-// on:
+// Counting rules the daemon follows (daemon/connection/request_cycle.h) and the
+// tests rely on:
 //   - `requests` is cumulative and counts a request when its response is
 //     serialized (FinishRequest), i.e. before the client can read it. So once
 //     the client holds N responses, every later stats line says >= N.

@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 using Kind = Interest::Kind;
 
 class ConnectionTest : public ::testing::Test {
-protected:
+ protected:
   ConnectionTest() {
     limits_.header_timeout = milliseconds(1000);
     limits_.body_timeout = milliseconds(2000);
@@ -109,7 +109,7 @@ TEST_F(ConnectionTest, SilentFreshConnectionClosesUnansweredAtHeaderTimeout) {
   Interest i = c->Next(now_);
   EXPECT_EQ(i.kind, Kind::kRead);
   EXPECT_EQ(i.deadline, now_ + limits_.header_timeout);
-  c->DeadlinePassed(now_ + milliseconds(999)); // early: nothing happens
+  c->DeadlinePassed(now_ + milliseconds(999));  // early: nothing happens
   EXPECT_EQ(c->Next(now_).kind, Kind::kRead);
   c->DeadlinePassed(i.deadline);
   i = c->Next(i.deadline);
@@ -126,7 +126,7 @@ TEST_F(ConnectionTest, PartialHeadGets408AtHeaderTimeoutFromAccept) {
   now_ += milliseconds(500);
   c->Received("GET /hello HTTP/1.1\r\nHo", now_);
   EXPECT_EQ(c->phase(), Phase::kHead);
-  EXPECT_EQ(c->Next(now_).deadline, due); // not reset by the first bytes
+  EXPECT_EQ(c->Next(now_).deadline, due);  // not reset by the first bytes
   c->DeadlinePassed(due);
   Interest i = c->Next(due);
   EXPECT_EQ(i.kind, Kind::kClose);
@@ -153,7 +153,7 @@ TEST_F(ConnectionTest, BodyGetsBodyTimeoutOnceHeadIsComplete) {
   Interest i = c->Next(now_);
   EXPECT_EQ(i.deadline, now_ + limits_.body_timeout);
   now_ += milliseconds(100);
-  c->Received("67", now_); // a trickle does not extend it
+  c->Received("67", now_);  // a trickle does not extend it
   EXPECT_EQ(c->Next(now_).deadline, i.deadline);
   c->DeadlinePassed(i.deadline);
   EXPECT_EQ(c->Next(i.deadline).reason, CloseReason::kHeaderTimeout);
@@ -210,7 +210,7 @@ TEST_F(ConnectionTest, WaitingHandlerResumesAtItsDeadline) {
   EXPECT_TRUE(i.read);
   EXPECT_EQ(i.deadline, now_ + milliseconds(50));
   EXPECT_EQ(stats().inflight.load(), 1u);
-  c->DeadlinePassed(now_ + milliseconds(10)); // early
+  c->DeadlinePassed(now_ + milliseconds(10));  // early
   EXPECT_EQ(c->Next(now_).kind, Kind::kHandler);
   now_ += milliseconds(50);
   c->DeadlinePassed(now_);
@@ -255,7 +255,7 @@ TEST_F(ConnectionTest, BlockedWriteIsBoundBySendTimeout) {
   Interest i = c->Next(now_);
   EXPECT_EQ(i.kind, Kind::kWrite);
   EXPECT_EQ(i.deadline, now_ + limits_.send_timeout);
-  c->WriteBlocked(now_ + milliseconds(100)); // armed once, not per chunk
+  c->WriteBlocked(now_ + milliseconds(100));  // armed once, not per chunk
   EXPECT_EQ(c->Next(now_).deadline, i.deadline);
   c->DeadlinePassed(i.deadline);
   i = c->Next(i.deadline);
@@ -290,7 +290,7 @@ TEST_F(ConnectionTest, DrainClosesIdleButServesFreshAndInFlight) {
   EXPECT_EQ(fresh->Next(now_).kind, Kind::kRead);
   fresh->Received(kHello, now_);
   i = fresh->Next(now_);
-  EXPECT_EQ(i.kind, Kind::kClose); // answered, with Connection: close
+  EXPECT_EQ(i.kind, Kind::kClose);  // answered, with Connection: close
   EXPECT_NE(Drain(*fresh).find("Connection: close"), std::string::npos);
   waiting->DeadlinePassed(now_ + milliseconds(5));
   EXPECT_EQ(waiting->Next(now_).reason, CloseReason::kDrain);
@@ -309,7 +309,7 @@ TEST_F(ConnectionTest, RefusedConnectionGets503WithRetryAfter) {
 }
 
 class AnnounceClose final : public ResponsePolicy {
-public:
+ public:
   bool CloseAfterResponse() override { return true; }
 };
 
@@ -344,10 +344,10 @@ TEST_F(ConnectionTest, HeadHandedOffMidHeadIsServedByTheNextOwner) {
 
 TEST_F(ConnectionTest, FastCgiFramingErrorClosesSilently) {
   auto c = Open(Protocol::kFastCgi);
-  c->Received(kHello, now_); // not FastCGI: a framing error, closed silently
+  c->Received(kHello, now_);  // not FastCGI: a framing error, closed silently
   EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
   EXPECT_EQ(stats().bad_input.load(), 1u);
 }
 
-} // namespace
-} // namespace gearbox
+}  // namespace
+}  // namespace gearbox
