@@ -29,7 +29,8 @@ struct ListenConfig {
 struct ServerConfig {
   std::string model = "threadpool";
   Duration graceful_timeout = std::chrono::seconds(30);
-  // Allows routes with the test-only `crash` handler (aborts the process).
+  // Allows routes whose handler is fault_test_only (HandlerSchema): the
+  // `crash` handler, which aborts the process.
   bool enable_crash_handler = false;
 };
 
