@@ -40,7 +40,7 @@ class Model {
  public:
   virtual ~Model() = default;
   // The TOML value that selects this model: its row's name in the model
-  // table, set by MakeModel.
+  // table, set by MakeModel (empty for a model made by its factory directly).
   std::string_view Name() const { return name_; }
   // Stats slots the model writes to for this config (one per worker, plus
   // extras).
