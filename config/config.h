@@ -1,5 +1,5 @@
-// Typed, validated gearbox configuration. Models and handlers only ever see these
-// structs; TOML stays inside config/.
+// Typed, validated gearbox configuration. Models and handlers only ever see
+// these structs; TOML stays inside config/.
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/params.h"
+
 namespace gearbox {
 
 using Duration = std::chrono::microseconds;
@@ -16,17 +18,19 @@ using Duration = std::chrono::microseconds;
 enum class Protocol { kHttp, kFastCgi };
 
 struct ListenConfig {
-  std::string address;   // as written: "HOST:PORT", "[::1]:PORT" or "unix:/path"
+  std::string address;  // as written: "HOST:PORT", "[::1]:PORT" or "unix:/path"
   Protocol protocol = Protocol::kHttp;
-  std::string name;      // systemd FileDescriptorName=; defaults to the protocol name
-  int backlog = 511;     // listen(2) backlog when gearboxd binds the socket itself
+  std::string
+      name;  // systemd FileDescriptorName=; defaults to the protocol name
+  int backlog = 511;  // listen(2) backlog when gearboxd binds the socket itself
   uint32_t unix_mode = 0660;  // file mode for unix sockets gearboxd creates
 };
 
 struct ServerConfig {
   std::string model = "threadpool";
   Duration graceful_timeout = std::chrono::seconds(30);
-  // Allows routes with the test-only `crash` handler (aborts the process).
+  // Allows routes whose handler is fault_test_only (HandlerSchema): the
+  // `crash` handler, which aborts the process.
   bool enable_crash_handler = false;
 };
 
@@ -64,18 +68,14 @@ struct MetricsConfig {
   Duration interval = std::chrono::seconds(10);
 };
 
-// One [[route]]: an exact path mapped to a handler with its parameters.
+// One [[route]]: an exact path mapped to a handler with its parameters. The
+// keys every route has are fields here (path, handler); the handler's own keys
+// are in params, checked against its schema (config/params.h).
 struct RouteConfig {
   std::string path;
-  std::string handler;  // text | wait | burn | echo | status
-  // Handler parameters, already type-checked by the loader for the named handler.
-  std::string body = "";            // text
-  int status = 200;                 // text
-  std::string content_type = "text/plain";  // text
-  int64_t ms = 0;                   // wait: default wait
-  int64_t max_ms = 10000;           // wait: cap for ?ms=N
-  int64_t us = 0;                   // burn: default CPU time
-  int64_t max_us = 1000000;         // burn: cap for ?us=N
+  std::string handler;  // the name of a row of the handler table
+  RouteParams params;   // every key of the handler's schema, defaults filled in
+  SourcePosition where;  // of the [[route]] table, for errors found later
 };
 
 struct Config {
@@ -89,7 +89,8 @@ struct Config {
   LogConfig log;
   MetricsConfig metrics;
   std::vector<RouteConfig> routes;
-  bool foreground = false;  // set from the CLI (-F): single worker for a debugger
+  bool foreground =
+      false;  // set from the CLI (-F): single worker for a debugger
 };
 
 // The subset of Config a model needs, by value so a generation owns its copy.

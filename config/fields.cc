@@ -9,6 +9,8 @@
 namespace gearbox::config_internal {
 namespace {
 
+constexpr Duration kYear = std::chrono::hours(24 * 365);
+
 std::optional<std::string> ReadString(const toml::node& node,
                                       std::string* out) {
   const toml::value<std::string>* value = node.as_string();
@@ -244,24 +246,137 @@ std::vector<Field> ListenFields(ListenConfig* listen) {
           {"unix_mode", FileMode(&listen->unix_mode)}};
 }
 
-std::vector<Field> RouteFields(RouteConfig* r) {
-  // handler was read by the caller; it is listed so that it counts as known.
-  std::vector<Field> fields = {{"path", RoutePath(&r->path)},
-                               {"handler", [](const toml::node&) {
-                                  return std::optional<std::string>();
-                                }}};
-  if (r->handler == "text") {
-    fields.push_back({"body", Str(&r->body)});
-    fields.push_back({"status", Int(&r->status, 100, 599)});
-    fields.push_back({"content_type", HeaderValue(&r->content_type)});
-  } else if (r->handler == "wait") {
-    fields.push_back({"ms", Int(&r->ms, 0, 3600000)});
-    fields.push_back({"max_ms", Int(&r->max_ms, 0, 3600000)});
-  } else if (r->handler == "burn") {
-    fields.push_back({"us", Int(&r->us, 0, 60000000)});
-    fields.push_back({"max_us", Int(&r->max_us, 0, 60000000)});
+std::vector<Field> ServerFields(ServerConfig* server,
+                                std::span<const std::string_view> models) {
+  return {
+      {"model", OneOf(models, "model", &server->model)},
+      {"graceful_timeout", Dur(&server->graceful_timeout, Duration(0), kYear)},
+      {"enable_crash_handler", Bool(&server->enable_crash_handler)}};
+}
+
+std::vector<Field> LimitsFields(LimitsConfig* l) {
+  const Duration min(1);
+  return {{"header_timeout", Dur(&l->header_timeout, min, kYear)},
+          {"idle_timeout", Dur(&l->idle_timeout, min, kYear)},
+          {"body_timeout", Dur(&l->body_timeout, min, kYear)},
+          {"send_timeout", Dur(&l->send_timeout, min, kYear)},
+          {"max_header_bytes", Int(&l->max_header_bytes, 1024, 1048576)},
+          {"max_body_bytes", Int(&l->max_body_bytes, 0, int64_t{1} << 34)},
+          {"max_connections", Int(&l->max_connections, 1, 1000000)}};
+}
+
+std::vector<Field> LogFields(LogConfig* log) {
+  static constexpr std::string_view kLevels[] = {
+      "trace", "debug", "info", "warn", "error", "critical", "off"};
+  return {{"level", OneOf(kLevels, "log level", &log->level)},
+          {"access", Bool(&log->access)},
+          {"slow", Dur(&log->slow, Duration(0), kYear)}};
+}
+
+std::vector<Field> MetricsFields(MetricsConfig* metrics) {
+  return {{"interval",
+           Dur(&metrics->interval, std::chrono::milliseconds(100), kYear)}};
+}
+
+namespace {
+
+// The typed per-model sections of Config. Which of them a file may use is up
+// to the model table (the loader's vocabulary); ModelSectionNames() lets
+// models_list_test check that both name the same models.
+struct ModelSection {
+  std::string_view model;
+  std::vector<Field> (*fields)(Config* config);
+};
+
+constexpr ModelSection kModelSections[] = {
+    {"prefork",
+     [](Config* c) -> std::vector<Field> {
+       return {{"workers", Int(&c->prefork.workers, 1, 1024)},
+               {"max_requests", Int(&c->prefork.max_requests, 0, kNoMax)}};
+     }},
+    {"threadpool",
+     [](Config* c) -> std::vector<Field> {
+       return {{"threads", Int(&c->threadpool.threads, 1, 4096)},
+               {"queue", Int(&c->threadpool.queue, 1, 1000000)}};
+     }},
+    {"async",
+     [](Config* c) -> std::vector<Field> {
+       return {{"loops", Int(&c->async.loops, 1, 256)}};
+     }},
+};
+
+SourcePosition Position(const toml::node& node) {
+  const toml::source_position& at = node.source().begin;
+  return {static_cast<int>(at.line), static_cast<int>(at.column)};
+}
+
+}  // namespace
+
+std::vector<Field> ModelSectionFields(std::string_view model, Config* config) {
+  for (const ModelSection& section : kModelSections) {
+    if (section.model == model) return section.fields(config);
+  }
+  return {};
+}
+
+Reader Param(const ParamSpec& spec, RouteParams* params) {
+  return [&spec, params](const toml::node& node) -> std::optional<std::string> {
+    ParamValue value;
+    std::optional<std::string> complaint;
+    if (spec.type == ParamType::kInt) {
+      int64_t number = 0;
+      complaint = ReadInt(node, spec.min, spec.max, &number);
+      value = number;
+    } else if (spec.type == ParamType::kBool) {
+      bool flag = false;
+      complaint = Bool(&flag)(node);
+      value = flag;
+    } else {
+      std::string text;
+      complaint = spec.type == ParamType::kHeaderValue
+                      ? HeaderValue(&text)(node)
+                      : Str(&text)(node);
+      value = std::move(text);
+    }
+    if (!complaint) params->Set(spec.key, std::move(value), Position(node));
+    return complaint;
+  };
+}
+
+std::vector<Field> RouteKeyFields(RouteConfig* route) {
+  return {{"path", RoutePath(&route->path)},
+          {"handler",
+           [](const toml::node&) { return std::optional<std::string>(); }}};
+}
+
+std::vector<Field> RouteFields(RouteConfig* route,
+                               const HandlerSchema& schema) {
+  std::vector<Field> fields = RouteKeyFields(route);
+  for (const ParamSpec& spec : schema.params) {
+    fields.push_back({spec.key, Param(spec, &route->params)});
   }
   return fields;
 }
 
 }  // namespace gearbox::config_internal
+
+namespace gearbox {
+
+std::vector<std::string_view> ModelSectionNames() {
+  std::vector<std::string_view> names;
+  for (const auto& section : config_internal::kModelSections) {
+    names.push_back(section.model);
+  }
+  return names;
+}
+
+std::vector<std::string_view> RouteKeys() {
+  RouteConfig route;
+  std::vector<std::string_view> keys;
+  for (const auto& field : config_internal::RouteKeyFields(&route)) {
+    keys.push_back(field.name);
+  }
+  return keys;
+}
+
+}  // namespace gearbox

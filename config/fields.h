@@ -79,8 +79,27 @@ Reader HeaderValue(std::string* out);
 
 // The keys of one [[listen]]; address is required, name defaults elsewhere.
 std::vector<Field> ListenFields(ListenConfig* listen);
-// The keys of a [[route]] whose handler is already set: path, handler, and the
-// parameters of that handler (none for handlers this file does not know).
-std::vector<Field> RouteFields(RouteConfig* route);
+
+// The keys of [server]; model is one of models (the model table's names).
+std::vector<Field> ServerFields(ServerConfig* server,
+                                std::span<const std::string_view> models);
+std::vector<Field> LimitsFields(LimitsConfig* limits);
+std::vector<Field> LogFields(LogConfig* log);
+std::vector<Field> MetricsFields(MetricsConfig* metrics);
+
+// The keys of the section named after a model ([threadpool], ...): the typed
+// part of ModelConfig that model reads. None for a model config/ has no typed
+// part for (models_list_test fails then: see ModelSectionNames()).
+std::vector<Field> ModelSectionFields(std::string_view model, Config* config);
+
+// One value checked against spec, stored in params with its position.
+Reader Param(const ParamSpec& spec, RouteParams* params);
+
+// The keys every [[route]] has, whatever its handler: path and handler.
+// handler is read by the caller first (it picks the schema); it is listed so
+// that it counts as known.
+std::vector<Field> RouteKeyFields(RouteConfig* route);
+// RouteKeyFields, then one Field per key of the route's handler's schema.
+std::vector<Field> RouteFields(RouteConfig* route, const HandlerSchema& schema);
 
 }  // namespace gearbox::config_internal

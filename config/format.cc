@@ -19,6 +19,43 @@ std::string_view ProtocolName(Protocol protocol) {
 
 std::string Dur(Duration d) { return QuoteToml(FormatDuration(d)); }
 
+// A key as TOML writes it: bare when it can be, else quoted.
+std::string TomlKey(std::string_view key) {
+  const bool bare =
+      !key.empty() && key.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_-") == std::string_view::npos;
+  return bare ? std::string(key) : QuoteToml(key);
+}
+
+std::string TomlValue(const ParamValue& value) {
+  if (const auto* number = std::get_if<int64_t>(&value)) {
+    return std::to_string(*number);
+  }
+  if (const auto* flag = std::get_if<bool>(&value)) {
+    return *flag ? "true" : "false";
+  }
+  return QuoteToml(std::get<std::string>(value));
+}
+
+// path, handler, then every parameter as the loader filled it in (schema
+// order, defaults included), each under its schema's description if known.
+void FormatRoute(const RouteConfig& r, const HandlerSchema* schema,
+                 std::ostringstream& out) {
+  out << "\n";
+  if (schema && !schema->doc.empty()) {
+    out << "# " << r.handler << ": " << schema->doc << "\n";
+  }
+  out << "[[route]]\n"
+      << "path = " << QuoteToml(r.path) << "\n"
+      << "handler = " << QuoteToml(r.handler) << "\n";
+  for (const RouteParam& param : r.params.entries()) {
+    const ParamSpec* spec = schema ? schema->Find(param.key) : nullptr;
+    if (spec) out << "# " << DescribeParam(*schema, *spec) << "\n";
+    out << TomlKey(param.key) << " = " << TomlValue(param.value) << "\n";
+  }
+}
+
 }  // namespace
 
 namespace config_internal {
@@ -70,7 +107,8 @@ std::string ConfigError::ToString() const {
          ": " + message;
 }
 
-std::string FormatConfig(const Config& c) {
+std::string FormatConfig(const Config& c,
+                         std::span<const HandlerSchema> handlers) {
   std::ostringstream out;
   out << "# gearbox effective configuration, loaded from " << c.source << ".\n"
       << "# Every key is shown, defaults included; config/gearbox.toml "
@@ -131,21 +169,7 @@ std::string FormatConfig(const Config& c) {
       << "interval = " << Dur(c.metrics.interval) << "\n";
 
   for (const RouteConfig& r : c.routes) {
-    out << "\n[[route]]\n"
-        << "path = " << QuoteToml(r.path) << "\n"
-        << "handler = " << QuoteToml(r.handler) << "\n";
-    // Only the handler's own parameters: the loader rejects the others.
-    if (r.handler == "text") {
-      out << "body = " << QuoteToml(r.body) << "\n"
-          << "status = " << r.status << "\n"
-          << "content_type = " << QuoteToml(r.content_type) << "\n";
-    } else if (r.handler == "wait") {
-      out << "ms = " << r.ms << "\n"
-          << "max_ms = " << r.max_ms << "\n";
-    } else if (r.handler == "burn") {
-      out << "us = " << r.us << "\n"
-          << "max_us = " << r.max_us << "\n";
-    }
+    FormatRoute(r, FindSchema(handlers, r.handler), out);
   }
   return out.str();
 }

@@ -21,33 +21,47 @@
 namespace gearbox {
 namespace {
 
-using config_internal::Bool;
 using config_internal::Describe;
-using config_internal::Dur;
 using config_internal::Field;
 using config_internal::InSourceOrder;
-using config_internal::Int;
 using config_internal::Join;
 using config_internal::OneOf;
 using config_internal::QuoteToml;
 
-constexpr std::string_view kSections[] = {"server",  "listen",  "threadpool",
-                                          "prefork", "async",   "limits",
-                                          "log",     "metrics", "route"};
-constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
-                                           "error", "critical", "off"};
 constexpr std::string_view kDefaultSource = "<embedded default>";
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
-constexpr Duration kYear = std::chrono::hours(24 * 365);
+
+// The tables of a file: the fixed ones around one per model, in the model
+// table's order (a model's section exists exactly when the model does).
+std::vector<std::string_view> SectionNames(
+    std::span<const std::string_view> models) {
+  std::vector<std::string_view> names = {"server", "listen"};
+  names.insert(names.end(), models.begin(), models.end());
+  for (std::string_view name : {"limits", "log", "metrics", "route"}) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+SourcePosition Position(const toml::source_position& at) {
+  return {static_cast<int>(at.line), static_cast<int>(at.column)};
+}
 
 class Loader {
  public:
-  // A fallback loader reads only [[listen]] and [[route]] (of the embedded
-  // default) and never falls back itself.
+  // A fallback loader reads only the tables named in only (the [[listen]] or
+  // [[route]] the file left out, from the embedded default) and never falls
+  // back itself.
   Loader(std::string_view source, const ConfigVocabulary& vocabulary,
-         bool fallback)
-      : source_(source), vocabulary_(vocabulary), fallback_(fallback) {
+         std::vector<std::string_view> only = {})
+      : source_(source),
+        vocabulary_(vocabulary),
+        only_(std::move(only)),
+        fallback_(!only_.empty()),
+        sections_(SectionNames(vocabulary.models)) {
     config_.source = source_;
+    for (const HandlerSchema& schema : vocabulary.handlers) {
+      handler_names_.push_back(schema.name);
+    }
   }
 
   ConfigResult Load(std::string_view text) {
@@ -57,10 +71,12 @@ class Loader {
   }
 
  private:
-  bool Fail(const toml::source_position& where, std::string message) {
-    error_ = ConfigError{source_, static_cast<int>(where.line),
-                         static_cast<int>(where.column), std::move(message)};
+  bool Fail(SourcePosition where, std::string message) {
+    error_ = ConfigError{source_, where.line, where.column, std::move(message)};
     return false;
+  }
+  bool Fail(const toml::source_position& where, std::string message) {
+    return Fail(Position(where), std::move(message));
   }
 
   // Applies fields to every key of table; any other key is an error.
@@ -104,8 +120,10 @@ class Loader {
     toml::table root = std::move(parsed).table();
 #endif
     for (auto [key, node] : InSourceOrder(root)) {
-      if (fallback_ && key->str() != "listen" && key->str() != "route")
+      if (fallback_ &&
+          std::find(only_.begin(), only_.end(), key->str()) == only_.end()) {
         continue;
+      }
       if (!Section(*key, *node)) return false;
     }
     return true;
@@ -113,13 +131,13 @@ class Loader {
 
   bool Section(const toml::key& key, const toml::node& node) {
     const std::string_view name = key.str();
-    if (std::find(std::begin(kSections), std::end(kSections), name) ==
-        std::end(kSections)) {
+    if (std::find(sections_.begin(), sections_.end(), name) ==
+        sections_.end()) {
       return Fail(
           key.source().begin,
           (node.is_table() ? "unknown table [" + std::string(name) + "]"
                            : "unknown top-level key " + QuoteToml(name)) +
-              " (valid tables: " + Join(kSections) + ")");
+              " (valid tables: " + Join(sections_) + ")");
     }
     if (name == "listen" || name == "route") {
       const toml::array* array = node.as_array();
@@ -137,56 +155,21 @@ class Loader {
       return Fail(node.source().begin,
                   label + ": expected a table, got " + Describe(node));
     }
+    if (name == "server") model_set_ = table->contains("model");
+    return ReadTable(label, *table, SectionFields(name));
+  }
+
+  // The keys of a plain [table]: a fixed section or a model's.
+  std::vector<Field> SectionFields(std::string_view name) {
     if (name == "server") {
-      model_set_ = table->contains("model");
-      return ReadTable(
-          label, *table,
-          {{"model", OneOf(vocabulary_.models, "model", &config_.server.model)},
-           {"graceful_timeout",
-            Dur(&config_.server.graceful_timeout, Duration(0), kYear)},
-           {"enable_crash_handler",
-            Bool(&config_.server.enable_crash_handler)}});
+      return config_internal::ServerFields(&config_.server, vocabulary_.models);
     }
-    if (name == "threadpool") {
-      return ReadTable(label, *table,
-                       {{"threads", Int(&config_.threadpool.threads, 1, 4096)},
-                        {"queue", Int(&config_.threadpool.queue, 1, 1000000)}});
+    if (name == "limits") return config_internal::LimitsFields(&config_.limits);
+    if (name == "log") return config_internal::LogFields(&config_.log);
+    if (name == "metrics") {
+      return config_internal::MetricsFields(&config_.metrics);
     }
-    if (name == "prefork") {
-      return ReadTable(
-          label, *table,
-          {{"workers", Int(&config_.prefork.workers, 1, 1024)},
-           {"max_requests", Int(&config_.prefork.max_requests, 0, kMaxInt)}});
-    }
-    if (name == "async") {
-      return ReadTable(label, *table,
-                       {{"loops", Int(&config_.async.loops, 1, 256)}});
-    }
-    if (name == "limits") {
-      LimitsConfig& l = config_.limits;
-      const Duration min(1);
-      return ReadTable(
-          label, *table,
-          {{"header_timeout", Dur(&l.header_timeout, min, kYear)},
-           {"idle_timeout", Dur(&l.idle_timeout, min, kYear)},
-           {"body_timeout", Dur(&l.body_timeout, min, kYear)},
-           {"send_timeout", Dur(&l.send_timeout, min, kYear)},
-           {"max_header_bytes", Int(&l.max_header_bytes, 1024, 1048576)},
-           {"max_body_bytes", Int(&l.max_body_bytes, 0, int64_t{1} << 34)},
-           {"max_connections", Int(&l.max_connections, 1, 1000000)}});
-    }
-    if (name == "log") {
-      return ReadTable(
-          label, *table,
-          {{"level", OneOf(kLogLevels, "log level", &config_.log.level)},
-           {"access", Bool(&config_.log.access)},
-           {"slow", Dur(&config_.log.slow, Duration(0), kYear)}});
-    }
-    // metrics
-    return ReadTable(
-        label, *table,
-        {{"interval", Dur(&config_.metrics.interval,
-                          std::chrono::milliseconds(100), kYear)}});
+    return config_internal::ModelSectionFields(name, &config_);
   }
 
   static std::string Label(std::string_view array, size_t index) {
@@ -268,21 +251,27 @@ class Loader {
 
   bool Route(const std::string& label, const toml::table& table) {
     RouteConfig route;
+    route.where = Position(table.source().begin);
     // The handler decides which other keys are valid, so it is read first.
     const toml::node* handler = table.get("handler");
     if (!handler) {
       return Fail(table.source().begin,
                   label + ": missing required key \"handler\" (one of " +
-                      Join(vocabulary_.handlers) + ")");
+                      Join(handler_names_) + ")");
     }
     if (auto complaint =
-            OneOf(vocabulary_.handlers, "handler", &route.handler)(*handler)) {
+            OneOf(handler_names_, "handler", &route.handler)(*handler)) {
       return Fail(handler->source().begin, label + " handler: " + *complaint);
     }
-    const std::string& h = route.handler;
-    if (h == "crash") crash_routes_.push_back(handler->source().begin);
-    const std::vector<Field> fields = config_internal::RouteFields(&route);
-    if (!ReadTable(label, table, fields, " for handler " + QuoteToml(h))) {
+    const HandlerSchema& schema =
+        *FindSchema(vocabulary_.handlers, route.handler);
+    if (schema.fault_test_only) {
+      fault_test_routes_.emplace_back(Position(handler->source().begin),
+                                      schema.name);
+    }
+    route.params = DefaultParams(schema);
+    if (!ReadTable(label, table, config_internal::RouteFields(&route, schema),
+                   " for handler " + QuoteToml(route.handler))) {
       return false;
     }
     const toml::node* path = table.get("path");
@@ -290,14 +279,7 @@ class Loader {
       return Fail(table.source().begin,
                   label + ": missing required key \"path\"");
     }
-    if (h == "wait" &&
-        !CapAtLeast(label, table, "ms", route.ms, "max_ms", route.max_ms)) {
-      return false;
-    }
-    if (h == "burn" &&
-        !CapAtLeast(label, table, "us", route.us, "max_us", route.max_us)) {
-      return false;
-    }
+    if (!CapsHold(label, schema, route.params)) return false;
     for (size_t j = 0; j < config_.routes.size(); ++j) {
       if (config_.routes[j].path == route.path) {
         return Fail(path->source().begin,
@@ -311,30 +293,40 @@ class Loader {
     return true;
   }
 
-  // The default (value) must not exceed the cap a query parameter may ask for.
-  bool CapAtLeast(const std::string& label, const toml::table& table,
-                  std::string_view key, int64_t value, std::string_view cap_key,
-                  int64_t cap) {
-    if (cap >= value) return true;
-    if (const toml::node* cap_node = table.get(cap_key)) {
-      return Fail(cap_node->source().begin,
-                  label + " " + std::string(cap_key) + ": " +
-                      std::to_string(cap) + " is less than " +
-                      std::string(key) + " (" + std::to_string(value) + ")");
+  // A default must not exceed the cap a query parameter may raise it to
+  // (ParamSpec::at_most). The error points at the cap when the file set it.
+  bool CapsHold(const std::string& label, const HandlerSchema& schema,
+                const RouteParams& params) {
+    for (const ParamSpec& spec : schema.params) {
+      if (spec.at_most.empty()) continue;
+      const RouteParam& value = *params.Find(spec.key);
+      const RouteParam& cap = *params.Find(spec.at_most);
+      const int64_t v = std::get<int64_t>(value.value);
+      const int64_t c = std::get<int64_t>(cap.value);
+      if (c >= v) continue;
+      if (cap.where.in_file()) {
+        return Fail(cap.where, label + " " + cap.key + ": " +
+                                   std::to_string(c) + " is less than " +
+                                   value.key + " (" + std::to_string(v) + ")");
+      }
+      return Fail(value.where, label + " " + value.key + ": " +
+                                   std::to_string(v) + " exceeds the default " +
+                                   cap.key + " (" + std::to_string(c) +
+                                   "); set " + cap.key + " too");
     }
-    return Fail(table.get(key)->source().begin,
-                label + " " + std::string(key) + ": " + std::to_string(value) +
-                    " exceeds the default " + std::string(cap_key) + " (" +
-                    std::to_string(cap) + "); set " + std::string(cap_key) +
-                    " too");
+    return true;
   }
 
   // Defaults that depend on the whole file; checks of defaults the file left
   // alone.
   void Validate() {
     if (!fallback_ && (!listen_set_ || !routes_set_)) {
-      // Listeners and routes left out come from the embedded default.
-      ConfigResult fallback = Loader(kDefaultSource, vocabulary_, true)
+      // Listeners and routes left out come from the embedded default (only
+      // those: its routes need not suit the vocabulary of a file with its own).
+      std::vector<std::string_view> missing;
+      if (!listen_set_) missing.push_back("listen");
+      if (!routes_set_) missing.push_back("route");
+      ConfigResult fallback = Loader(kDefaultSource, vocabulary_, missing)
                                   .Load(EmbeddedDefaultConfig());
       if (auto* error = std::get_if<ConfigError>(&fallback)) {
         error_ = *error;
@@ -344,11 +336,12 @@ class Loader {
       if (!listen_set_) config_.listen = std::move(defaults.listen);
       if (!routes_set_) config_.routes = std::move(defaults.routes);
     }
-    if (!crash_routes_.empty() && !config_.server.enable_crash_handler) {
+    if (!fault_test_routes_.empty() && !config_.server.enable_crash_handler) {
       // A handler that kills the process must never be one typo away.
-      Fail(crash_routes_.front(),
-           "[[route]] handler: \"crash\" is for fault tests only; set [server] "
-           "enable_crash_handler = true to allow it");
+      const auto& [where, name] = fault_test_routes_.front();
+      Fail(where, "[[route]] handler: " + QuoteToml(name) +
+                      " is for fault tests only; set [server] "
+                      "enable_crash_handler = true to allow it");
       return;
     }
     const auto& models = vocabulary_.models;
@@ -364,23 +357,26 @@ class Loader {
 
   std::string source_;
   const ConfigVocabulary& vocabulary_;
+  std::vector<std::string_view> only_;
   bool fallback_;
+  std::vector<std::string_view> sections_;       // valid top-level tables
+  std::vector<std::string_view> handler_names_;  // valid values of handler
   Config config_;
   std::optional<ConfigError> error_;
   bool model_set_ = false;
   bool listen_set_ = false;
   bool routes_set_ = false;
   std::vector<int> listen_lines_;  // line of each [[listen]] in config_.listen
-  std::vector<int> route_lines_;
-  std::vector<toml::source_position>
-      crash_routes_;  // line of each route's path in config_.routes
+  std::vector<int> route_lines_;  // line of each route's path in config_.routes
+  // The handler value of each route whose handler is fault_test_only.
+  std::vector<std::pair<SourcePosition, std::string_view>> fault_test_routes_;
 };
 
 }  // namespace
 
 ConfigResult LoadConfigString(std::string_view toml, std::string_view source,
                               const ConfigVocabulary& vocabulary) {
-  return Loader(source, vocabulary, false).Load(toml);
+  return Loader(source, vocabulary).Load(toml);
 }
 
 ConfigResult LoadConfigFile(const std::string& path,

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
-                                  gearbox::HandlerNames()};
+                                  gearbox::HandlerSchemas()};
   gearbox::ConfigResult loaded =
       path.empty() ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),
                                                "<embedded>", vocab)
@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (print) {
-    fputs(gearbox::FormatConfig(config).c_str(), stdout);
+    fputs(gearbox::FormatConfig(config, gearbox::HandlerSchemas()).c_str(),
+          stdout);
     return 0;
   }
   gearbox::InitLogging(config.log.level);

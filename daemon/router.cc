@@ -7,11 +7,10 @@ Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
   for (const RouteConfig& route : routes) {
     routes_.emplace(route.path, MakeHandler(route, info_));
   }
-  RouteConfig not_found;
-  not_found.handler = "text";
-  not_found.status = 404;
-  not_found.body = "not found\n";
-  not_found_ = MakeTextHandler(not_found, info_);
+  RouteConfig not_found = DefaultRoute("", "text");
+  not_found.params.Set("status", int64_t{404});
+  not_found.params.Set("body", std::string("not found\n"));
+  not_found_ = MakeHandler(not_found, info_);
 }
 
 Handler* Router::Find(std::string_view path) const {

@@ -128,7 +128,7 @@ class Supervisor {
   void Reload() {
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
                static_cast<unsigned long long>(MonotonicUsec()));
-    ConfigVocabulary vocab{ModelNames(), HandlerNames()};
+    ConfigVocabulary vocab{ModelNames(), HandlerSchemas()};
     ConfigResult loaded =
         path_.empty()
             ? LoadConfigString(EmbeddedDefaultConfig(), "<embedded>", vocab)

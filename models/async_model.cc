@@ -22,9 +22,7 @@ class AsyncModel final : public Model {
     if (started_) Drain(std::chrono::steady_clock::now());
   }
 
-  std::string_view Name() const override { return "async"; }
-
-  size_t SlotsNeeded(const ModelConfig &config) const override {
+  size_t SlotsNeeded(const ModelConfig& config) const override {
     return static_cast<size_t>(Loops(config));
   }
 

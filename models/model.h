@@ -39,8 +39,9 @@ struct ModelContext {
 class Model {
  public:
   virtual ~Model() = default;
-  // The TOML value that selects this model.
-  virtual std::string_view Name() const = 0;
+  // The TOML value that selects this model: its row's name in the model
+  // table, set by MakeModel (empty for a model made by its factory directly).
+  std::string_view Name() const { return name_; }
   // Stats slots the model writes to for this config (one per worker, plus
   // extras).
   virtual size_t SlotsNeeded(const ModelConfig &config) const = 0;
@@ -63,6 +64,10 @@ class Model {
   virtual void Drain(Deadline deadline) = 0;
   // Busy and total workers (threads, children, loops), for the stats line.
   virtual int TotalWorkers() const = 0;
+
+ private:
+  friend std::unique_ptr<Model> MakeModel(std::string_view name);
+  std::string_view name_;
 };
 
 // The only list of models. Returns null for an unknown name.

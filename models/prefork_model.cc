@@ -63,8 +63,6 @@ class PreforkModel final : public Model {
     if (started_) Drain(Clock::now());
   }
 
-  std::string_view Name() const override { return "prefork"; }
-
   // One slot per child, then the head guard's.
   size_t SlotsNeeded(const ModelConfig &config) const override {
     return static_cast<size_t>(Workers(config)) + 1;

@@ -1,6 +1,8 @@
 // The one table of concurrency models (libevent's eventops[], nginx's `use
 // epoll;`). Nothing registers itself from a static initializer: Bazel would
 // drop the object.
+#include <array>
+
 #include "models/async_model.h"
 #include "models/model.h"
 #include "models/prefork_model.h"
@@ -20,14 +22,22 @@ constexpr ModelKind kModelTable[] = {
     {"async", &MakeAsyncModel},
 };
 
-constexpr std::string_view kModelNames[] = {"prefork", "threadpool", "async"};
-static_assert(std::size(kModelNames) == std::size(kModelTable));
+// Derived from the table: [server] model's valid values and, through the
+// config loader's vocabulary, the per-model sections a file may have.
+constexpr auto kModelNames = [] {
+  std::array<std::string_view, std::size(kModelTable)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kModelTable[i].name;
+  return names;
+}();
 
 }  // namespace
 
 std::unique_ptr<Model> MakeModel(std::string_view name) {
-  for (const ModelKind &kind : kModelTable) {
-    if (kind.name == name) return kind.make();
+  for (const ModelKind& kind : kModelTable) {
+    if (kind.name != name) continue;
+    std::unique_ptr<Model> model = kind.make();
+    model->name_ = kind.name;  // Name() is the table's, never a second literal
+    return model;
   }
   return nullptr;
 }

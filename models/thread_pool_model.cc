@@ -79,9 +79,7 @@ class ThreadPoolModel final : public Model {
       Drain(Clock::now());
   }
 
-  std::string_view Name() const override { return "threadpool"; }
-
-  size_t SlotsNeeded(const ModelConfig &config) const override {
+  size_t SlotsNeeded(const ModelConfig& config) const override {
     return 1 + static_cast<size_t>(Threads(config));
   }
 

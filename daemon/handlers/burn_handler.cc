@@ -23,8 +23,8 @@ uint64_t Burn(int64_t us) {
 
 class BurnHandler final : public Handler {
  public:
-  explicit BurnHandler(const RouteConfig& route)
-      : us_(route.us), max_us_(route.max_us) {}
+  explicit BurnHandler(const RouteParams& params)
+      : us_(params.Int("us")), max_us_(params.Int("max_us")) {}
 
   std::unique_ptr<Exchange> Start(const Request& request) override {
     int64_t us = std::min(QueryInt(request, "us", us_), max_us_);
@@ -47,7 +47,7 @@ class BurnHandler final : public Handler {
 
 std::unique_ptr<Handler> MakeBurnHandler(const RouteConfig& route,
                                          const ServerInfo&) {
-  return std::make_unique<BurnHandler>(route);
+  return std::make_unique<BurnHandler>(route.params);
 }
 
 }  // namespace gearbox

@@ -1,30 +1,82 @@
+// The handler table: the only list of handlers (like libevent's eventops[]).
+// A row is the single source for one handler: its name, its factory and its
+// parameter schema. The config loader validates routes against the schemas
+// (HandlerSchemas()), gearboxd -p prints them, config/gearbox.toml is checked
+// against them (handlers_test). Nothing registers itself.
+#include <array>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 #include "daemon/handlers/handlers.h"
 
 namespace gearbox {
+
+// Each is defined in its handler's own file (daemon/handlers/*_handler.cc).
+// C++ needs this declaration before a row can point at it.
+HandlerFactory MakeTextHandler, MakeWaitHandler, MakeBurnHandler,
+    MakeEchoHandler, MakeStatusHandler, MakeCrashHandler;
+
 namespace {
 
+// A row's parameters are written in the row. A row with more than kMaxParams
+// does not compile ("too many initializers"): raise it then.
+constexpr size_t kMaxParams = 8;
+constexpr bool kFaultTestOnly = true;
+
 struct HandlerKind {
-  std::string_view name;
-  std::unique_ptr<Handler> (*make)(const RouteConfig&, const ServerInfo&);
+  std::string_view name;  // the value of a route's handler
+  HandlerFactory* make;
+  std::string_view doc;  // one line
+  ParamSpec params[kMaxParams] = {};
+  bool fault_test_only = false;  // see HandlerSchema::fault_test_only
 };
 
-// The only list of handlers (like libevent's eventops[]): nothing registers
-// itself.
 constexpr HandlerKind kHandlerTable[] = {
-    {"text", &MakeTextHandler},     {"wait", &MakeWaitHandler},
-    {"burn", &MakeBurnHandler},     {"echo", &MakeEchoHandler},
-    {"status", &MakeStatusHandler}, {"crash", &MakeCrashHandler},
+    {"text",
+     &MakeTextHandler,
+     "a fixed response",
+     {StringParam("body", "", "The response body"),
+      IntParam("status", 200, 100, 599, "The response status"),
+      HeaderValueParam("content_type", "text/plain",
+                       "The Content-Type header")}},
+    {"wait",
+     &MakeWaitHandler,
+     "responds after a delay without using CPU (a slow backend)",
+     {IntParam("ms", 0, 0, 3600000, "The delay in milliseconds", "max_ms"),
+      IntParam("max_ms", 10000, 0, 3600000,
+               "The largest delay ?ms=N may ask for")}},
+    {"burn",
+     &MakeBurnHandler,
+     "spins the CPU for a while (CPU-bound work)",
+     {IntParam("us", 0, 0, 60000000, "CPU time in microseconds", "max_us"),
+      IntParam("max_us", 1000000, 0, 60000000, "The largest ?us=N")}},
+    {"echo", &MakeEchoHandler, "responds with the request body"},
+    {"status", &MakeStatusHandler,
+     "live server figures (the same as the periodic stats line)"},
+    {"crash",
+     &MakeCrashHandler,
+     "aborts the process, to show what clients see when a worker dies",
+     {},
+     kFaultTestOnly},
 };
 
-constexpr std::string_view kHandlerNames[] = {"text", "wait",   "burn",
-                                              "echo", "status", "crash"};
-static_assert(std::size(kHandlerNames) == std::size(kHandlerTable));
+// The rows as the loader sees them (a span over each row's used params).
+constexpr auto kHandlerSchemas = [] {
+  std::array<HandlerSchema, std::size(kHandlerTable)> schemas{};
+  for (size_t i = 0; i < schemas.size(); ++i) {
+    const HandlerKind& kind = kHandlerTable[i];
+    size_t count = 0;
+    while (count < kMaxParams && !kind.params[count].key.empty()) ++count;
+    schemas[i] = {kind.name, kind.doc, std::span(kind.params, count),
+                  kind.fault_test_only};
+  }
+  return schemas;
+}();
 
 }  // namespace
 
-std::span<const std::string_view> HandlerNames() { return kHandlerNames; }
+std::span<const HandlerSchema> HandlerSchemas() { return kHandlerSchemas; }
 
 std::unique_ptr<Handler> MakeHandler(const RouteConfig& route,
                                      const ServerInfo& info) {
@@ -32,6 +84,20 @@ std::unique_ptr<Handler> MakeHandler(const RouteConfig& route,
     if (kind.name == route.handler) return kind.make(route, info);
   }
   return nullptr;
+}
+
+RouteConfig DefaultRoute(std::string path, std::string_view handler) {
+  const HandlerSchema* schema = FindSchema(HandlerSchemas(), handler);
+  if (!schema) {
+    fprintf(stderr, "DefaultRoute: no handler \"%.*s\" in the table\n",
+            static_cast<int>(handler.size()), handler.data());
+    abort();
+  }
+  RouteConfig route;
+  route.path = std::move(path);
+  route.handler = std::string(handler);
+  route.params = DefaultParams(*schema);
+  return route;
 }
 
 int64_t QueryInt(const Request& request, std::string_view key,

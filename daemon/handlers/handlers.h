@@ -1,6 +1,6 @@
 // The handler table: the one list of handler kinds a [[route]] can name.
-// Adding a handler = writing a class and adding one row to kHandlerTable
-// (handler_table.cc).
+// Adding a handler = writing its file and adding one row to kHandlerTable
+// (handler_table.cc; the README's "Adding a handler" shows both).
 #pragma once
 
 #include <sys/types.h>
@@ -26,29 +26,24 @@ struct ServerInfo {
   std::shared_ptr<StatsRegion> stats;  // may be null in unit tests
 };
 
-// Names of every handler kind, in table order ("text", "wait", ...).
-std::span<const std::string_view> HandlerNames();
+// What a handler's file defines: builds the handler for a route whose params
+// the loader checked against the handler's schema (every key is there, with
+// its declared type), so the handler reads them with route.params.Int("ms")
+// and friends.
+using HandlerFactory = std::unique_ptr<Handler>(const RouteConfig& route,
+                                                const ServerInfo& info);
 
-// Builds the handler a route names. The loader has validated the name and
-// params.
+// Every handler's schema, in table order: what the config loader is handed.
+std::span<const HandlerSchema> HandlerSchemas();
+
+// Builds the handler a route names; null for a name not in the table.
 std::unique_ptr<Handler> MakeHandler(const RouteConfig& route,
                                      const ServerInfo& info);
 
-// The individual factories, one per file.
-std::unique_ptr<Handler> MakeTextHandler(const RouteConfig& route,
-                                         const ServerInfo& info);
-std::unique_ptr<Handler> MakeWaitHandler(const RouteConfig& route,
-                                         const ServerInfo& info);
-std::unique_ptr<Handler> MakeBurnHandler(const RouteConfig& route,
-                                         const ServerInfo& info);
-std::unique_ptr<Handler> MakeEchoHandler(const RouteConfig& route,
-                                         const ServerInfo& info);
-std::unique_ptr<Handler> MakeStatusHandler(const RouteConfig& route,
-                                           const ServerInfo& info);
-// Test-only: aborts the process. The loader allows it only with
-// [server] enable_crash_handler = true.
-std::unique_ptr<Handler> MakeCrashHandler(const RouteConfig& route,
-                                          const ServerInfo& info);
+// A route for handler at path with every parameter at its schema default
+// (for routes the daemon makes itself, such as the 404 route, and tests).
+// Aborts for a name not in the table.
+RouteConfig DefaultRoute(std::string path, std::string_view handler);
 
 // Parses a non-negative decimal query value; `fallback` when absent or
 // malformed.

@@ -6,10 +6,10 @@ namespace {
 
 class TextHandler final : public Handler {
  public:
-  explicit TextHandler(const RouteConfig& route)
-      : body_(route.body),
-        status_(route.status),
-        content_type_(route.content_type) {}
+  explicit TextHandler(const RouteParams& params)
+      : body_(params.Text("body")),
+        status_(static_cast<int>(params.Int("status"))),
+        content_type_(params.Text("content_type")) {}
 
   std::unique_ptr<Exchange> Start(const Request&) override {
     return Immediately([this](Response& response) {
@@ -29,7 +29,7 @@ class TextHandler final : public Handler {
 
 std::unique_ptr<Handler> MakeTextHandler(const RouteConfig& route,
                                          const ServerInfo&) {
-  return std::make_unique<TextHandler>(route);
+  return std::make_unique<TextHandler>(route.params);
 }
 
 }  // namespace gearbox

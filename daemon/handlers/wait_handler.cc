@@ -29,8 +29,8 @@ class WaitExchange final : public Exchange {
 
 class WaitHandler final : public Handler {
  public:
-  explicit WaitHandler(const RouteConfig& route)
-      : ms_(route.ms), max_ms_(route.max_ms) {}
+  explicit WaitHandler(const RouteParams& params)
+      : ms_(params.Int("ms")), max_ms_(params.Int("max_ms")) {}
 
   std::unique_ptr<Exchange> Start(const Request& request) override {
     int64_t ms = std::min(QueryInt(request, "ms", ms_), max_ms_);
@@ -46,7 +46,7 @@ class WaitHandler final : public Handler {
 
 std::unique_ptr<Handler> MakeWaitHandler(const RouteConfig& route,
                                          const ServerInfo&) {
-  return std::make_unique<WaitHandler>(route);
+  return std::make_unique<WaitHandler>(route.params);
 }
 
 }  // namespace gearbox

@@ -32,6 +32,7 @@ CXXFLAGS=(-std=c++20 -O1 -g "${SAN[@]}" -I. -I"$LLHTTP_INC" -Wall -Wextra
           -Wno-missing-field-initializers)
 CFLAGS=(-O1 -g "${SAN[@]}" -I"$LLHTTP_INC" -w)
 EXTRA_CXXFLAGS=()
+LDLIBS=()
 
 # config/BUILD's genrule, verbatim: default.toml as a raw string literal.
 gen_default_config() {
@@ -93,7 +94,7 @@ link() {
   done
   if ((newest)); then
     echo "  LD  $target" >&2
-    "$FUZZ_CXX" "${SAN[@]}" "${objs[@]}" -o "$bin"
+    "$FUZZ_CXX" "${SAN[@]}" "${objs[@]}" "${LDLIBS[@]}" -o "$bin"
   fi
   echo "build.sh: $bin"
 }
@@ -164,12 +165,20 @@ toml_overlay() {
 
 build_config() {
   gen_default_config
+  LDLIBS=(-lspdlog -lfmt -pthread)
   TOML_OVERLAY=()
   toml_overlay
-  EXTRA_CXXFLAGS=("${TOML_OVERLAY[@]}")
+  # As third_party/system/spdlog.BUILD: Debian's shared spdlog, external fmt.
+  EXTRA_CXXFLAGS=("${TOML_OVERLAY[@]}" -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB
+                  -DSPDLOG_FMT_EXTERNAL)
+  # The real handler table hands the loader its schemas; its rows point at
+  # the handlers' factories, so the handlers and what they use link in too.
   link config_loader_fuzzer tests/fuzz/config_loader_fuzzer.cc \
-    $(config_sources) "$OUT/gen/config/default_config.cc"
+    $(config_sources) "$OUT/gen/config/default_config.cc" \
+    daemon/handlers/*.cc daemon/request.cc daemon/response.cc \
+    daemon/metrics/worker_stats.cc daemon/logging.cc
   EXTRA_CXXFLAGS=()
+  LDLIBS=()
 }
 
 targets=("$@")

@@ -1,6 +1,9 @@
 // tests/integration/models.bzl's MODELS (passed as --models=a,b,c) must equal
 // the daemon's one table of models, in order: otherwise a model would go
-// untested, or a test target would run a model that does not exist.
+// untested, or a test target would run a model that does not exist. Likewise
+// for the typed per-model sections of the config ([threadpool], ...): the
+// loader accepts a model's section when the model is in the table, and reads
+// it into ModelConfig's part for that model.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/loader.h"
 #include "models/model.h"
 
 namespace {
@@ -42,6 +46,14 @@ TEST(ModelsListTest, BzlListEqualsRegistry) {
   EXPECT_EQ(BzlModels(), registry)
       << "MODELS in tests/integration/models.bzl must list exactly the models "
          "of models/registry.cc, in table order";
+}
+
+TEST(ModelsListTest, ConfigSectionsEqualRegistry) {
+  const std::vector<std::string_view> registry(gearbox::ModelNames().begin(),
+                                               gearbox::ModelNames().end());
+  EXPECT_EQ(gearbox::ModelSectionNames(), registry)
+      << "config/fields.cc's kModelSections must have one typed section per "
+         "model of models/registry.cc, in table order";
 }
 
 TEST(ModelsListTest, EveryListedModelCanBeMade) {

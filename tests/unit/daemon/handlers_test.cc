@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "config/loader.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/request.h"
@@ -21,28 +25,25 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-RouteConfig Route(std::string path, std::string handler) {
-  RouteConfig r;
-  r.path = std::move(path);
-  r.handler = std::move(handler);
-  return r;
+RouteConfig Route(std::string path, std::string_view handler) {
+  return DefaultRoute(std::move(path), handler);  // every param at its default
 }
 
 std::vector<RouteConfig> Routes() {
   std::vector<RouteConfig> routes;
   RouteConfig hello = Route("/hello", "text");
-  hello.body = "hello world\n";
-  hello.status = 201;
-  hello.content_type = "text/html";
+  hello.params.Set("body", std::string("hello world\n"));
+  hello.params.Set("status", int64_t{201});
+  hello.params.Set("content_type", std::string("text/html"));
   routes.push_back(hello);
   routes.push_back(Route("/plain", "text"));  // defaults: 200, text/plain, ""
   RouteConfig wait = Route("/wait", "wait");
-  wait.ms = 5;
-  wait.max_ms = 50;
+  wait.params.Set("ms", int64_t{5});
+  wait.params.Set("max_ms", int64_t{50});
   routes.push_back(wait);
   RouteConfig burn = Route("/burn", "burn");
-  burn.us = 2000;
-  burn.max_us = 20000;
+  burn.params.Set("us", int64_t{2000});
+  burn.params.Set("max_us", int64_t{20000});
   routes.push_back(burn);
   routes.push_back(Route("/echo", "echo"));
   routes.push_back(Route("/status", "status"));
@@ -108,16 +109,73 @@ TEST(RouterTest, EmptyRouteTableServes404) {
 }
 
 TEST(HandlerTableTest, NamesAndFactories) {
-  std::vector<std::string_view> names(HandlerNames().begin(),
-                                      HandlerNames().end());
+  std::vector<std::string_view> names;
+  for (const HandlerSchema& schema : HandlerSchemas()) {
+    names.push_back(schema.name);
+  }
   EXPECT_EQ(names, (std::vector<std::string_view>{"text", "wait", "burn",
                                                   "echo", "status", "crash"}));
   ServerInfo info = Info();
   for (std::string_view name : names) {
-    EXPECT_NE(MakeHandler(Route("/x", std::string(name)), info), nullptr)
-        << name;
+    EXPECT_NE(MakeHandler(Route("/x", name), info), nullptr) << name;
   }
-  EXPECT_EQ(MakeHandler(Route("/x", "nonesuch"), info), nullptr);
+  RouteConfig unknown;
+  unknown.path = "/x";
+  unknown.handler = "nonesuch";
+  EXPECT_EQ(MakeHandler(unknown, info), nullptr);
+}
+
+TEST(HandlerTableTest, SchemasAreWellFormed) {
+  for (const HandlerSchema& schema : HandlerSchemas()) {
+    EXPECT_EQ(CheckSchema(schema), std::nullopt);
+    EXPECT_FALSE(schema.doc.empty()) << schema.name;
+    for (const ParamSpec& spec : schema.params) {
+      EXPECT_FALSE(spec.doc.empty()) << schema.name << " " << spec.key;
+    }
+  }
+  // Only the crash handler needs [server] enable_crash_handler.
+  for (const HandlerSchema& schema : HandlerSchemas()) {
+    EXPECT_EQ(schema.fault_test_only, schema.name == "crash") << schema.name;
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot open " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// config/gearbox.toml documents every handler a config may use and each of
+// its parameters with the line DescribeParam derives from the table (and -p
+// prints), so a changed default or bound fails here until the file follows.
+TEST(HandlerTableTest, ReferenceConfigDocumentsTheTable) {
+  const std::string toml = ReadFile("config/gearbox.toml");
+  for (const HandlerSchema& schema : HandlerSchemas()) {
+    if (schema.fault_test_only) continue;
+    SCOPED_TRACE(std::string(schema.name));
+    const std::string name(schema.name);
+    EXPECT_NE(toml.find("# " + name + ": " + std::string(schema.doc)),
+              std::string::npos);
+    const size_t line_start = toml.find("\n#   handler ");
+    ASSERT_NE(line_start, std::string::npos);
+    const std::string handler_line =
+        toml.substr(line_start, toml.find('\n', line_start + 1) - line_start);
+    EXPECT_NE(handler_line.find("\"" + name + "\""), std::string::npos)
+        << handler_line;
+    const size_t route = toml.find("\nhandler = \"" + name + "\"\n");
+    ASSERT_NE(route, std::string::npos) << "no example route";
+    const std::string block =
+        toml.substr(route, toml.find("[[route]]", route) - route);
+    for (const ParamSpec& spec : schema.params) {
+      const std::string documented = "\n# " + DescribeParam(schema, spec) +
+                                     "\n" + std::string(spec.key) + " = ";
+      EXPECT_NE(block.find(documented), std::string::npos)
+          << "expected" << documented << "\nin\n"
+          << block;
+    }
+  }
 }
 
 TEST(HandlerTableTest, QueryInt) {
