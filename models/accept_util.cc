@@ -33,7 +33,7 @@ void LogRateLimited(int listen_fd, int err) {
 
 unsigned long EmfileEvents() { return emfile_events.load(); }
 
-int AcceptConnection(int listen_fd, AcceptError &error) {
+int AcceptConnection(int listen_fd, AcceptError& error) {
   error = AcceptError::kNone;
   for (;;) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

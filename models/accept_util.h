@@ -15,7 +15,7 @@ enum class AcceptError { kNone, kAgain, kExhausted, kOther };
 
 // Returns the new connection's fd, or -1 with `error` set (kAgain: nothing to
 // accept; kExhausted: out of descriptors, pause; kOther: logged, rate-limited).
-int AcceptConnection(int listen_fd, AcceptError &error);
+int AcceptConnection(int listen_fd, AcceptError& error);
 
 // Descriptor-exhaustion events so far (for tests and logs).
 unsigned long EmfileEvents();

@@ -16,17 +16,17 @@ class AsyncLoop;
 // buffers are empty (reads land in the loop's shared buffer first) and the
 // Request and Response scratch live in the loop.
 struct AsyncConnection {
-  AsyncConnection(Protocol protocol, const LimitsConfig &limits)
+  AsyncConnection(Protocol protocol, const LimitsConfig& limits)
       : conn(protocol, limits) {}
 
-  AsyncLoop *loop = nullptr;
+  AsyncLoop* loop = nullptr;
   int fd = -1;
   uint8_t io_mode = 0;  // 0: io not pending, EV_READ or EV_WRITE
   struct event io;      // EV_READ or EV_WRITE on fd
   struct event timer;   // the machine's deadline (timeouts, handler waits)
   Connection conn;
-  AsyncConnection *prev = nullptr;  // the loop's list of connections
-  AsyncConnection *next = nullptr;
+  AsyncConnection* prev = nullptr;  // the loop's list of connections
+  AsyncConnection* next = nullptr;
 };
 
 }  // namespace gearbox

@@ -22,7 +22,7 @@ timeval ToTimeval(std::chrono::microseconds d) {
 }
 
 struct ListenerArg {
-  AsyncLoop *loop;
+  AsyncLoop* loop;
   size_t index;
 };
 
@@ -30,31 +30,31 @@ struct ListenerArg {
 
 // libevent trampolines (C callbacks -> member functions).
 struct AsyncCallbacks {
-  static void Read(evutil_socket_t, short, void *arg) {
-    auto *c = static_cast<AsyncConnection *>(arg);
+  static void Read(evutil_socket_t, short, void* arg) {
+    auto* c = static_cast<AsyncConnection*>(arg);
     c->loop->OnReadable(c);
   }
-  static void Write(evutil_socket_t, short, void *arg) {
-    auto *c = static_cast<AsyncConnection *>(arg);
+  static void Write(evutil_socket_t, short, void* arg) {
+    auto* c = static_cast<AsyncConnection*>(arg);
     c->loop->OnWritable(c);
   }
-  static void Timer(evutil_socket_t, short, void *arg) {
-    auto *c = static_cast<AsyncConnection *>(arg);
+  static void Timer(evutil_socket_t, short, void* arg) {
+    auto* c = static_cast<AsyncConnection*>(arg);
     c->loop->OnTimer(c);
   }
-  static void Accept(evutil_socket_t, short, void *arg) {
-    auto *l = static_cast<ListenerArg *>(arg);
+  static void Accept(evutil_socket_t, short, void* arg) {
+    auto* l = static_cast<ListenerArg*>(arg);
     l->loop->OnAccept(l->index);
   }
-  static void Wake(evutil_socket_t, short, void *arg) {
-    static_cast<AsyncLoop *>(arg)->OnWake();
+  static void Wake(evutil_socket_t, short, void* arg) {
+    static_cast<AsyncLoop*>(arg)->OnWake();
   }
-  static void Tick(evutil_socket_t, short, void *arg) {
-    static_cast<AsyncLoop *>(arg)->OnTick();
+  static void Tick(evutil_socket_t, short, void* arg) {
+    static_cast<AsyncLoop*>(arg)->OnTick();
   }
 };
 
-AsyncLoop::AsyncLoop(AsyncShared &shared, WorkerStats &stats, int index)
+AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
     : shared_(shared),
       stats_(stats),
       cycle_{shared.router, &stats, shared.request_log, index},
@@ -72,8 +72,8 @@ AsyncLoop::~AsyncLoop() {
     head_->conn.Abort(CloseReason::kDrain);
     Close(head_);
   }
-  for (event *e : listen_events_) {
-    delete static_cast<ListenerArg *>(event_get_callback_arg(e));
+  for (event* e : listen_events_) {
+    delete static_cast<ListenerArg*>(event_get_callback_arg(e));
     event_free(e);
   }
   if (wake_event_) event_free(wake_event_);
@@ -83,7 +83,7 @@ AsyncLoop::~AsyncLoop() {
 }
 
 std::string AsyncLoop::Init() {
-  event_config *cfg = event_config_new();
+  event_config* cfg = event_config_new();
   // Each base is used by exactly one thread; other threads only write wake_fd_.
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
   // epoll_wait() alone has millisecond resolution, which turns a 1 ms handler
@@ -95,7 +95,7 @@ std::string AsyncLoop::Init() {
     return "event_base_new_with_config(EVENT_BASE_FLAG_NOLOCK) failed";
   for (size_t i = 0; i < shared_.listeners->size(); ++i) {
     int fd = (*shared_.listeners)[i].fd;
-    event *e = event_new(base_, fd, EV_READ | EV_PERSIST,
+    event* e = event_new(base_, fd, EV_READ | EV_PERSIST,
                          &AsyncCallbacks::Accept, new ListenerArg{this, i});
     if (!e) return "event_new(listener fd=" + std::to_string(fd) + ") failed";
     listen_events_.push_back(e);
@@ -141,7 +141,7 @@ void AsyncLoop::Join() {
 
 void AsyncLoop::SetAccepting(bool on) {
   if (on == accepting_) return;
-  for (event *e : listen_events_) {
+  for (event* e : listen_events_) {
     if (on) {
       event_add(e, nullptr);
     } else {
@@ -191,15 +191,15 @@ void AsyncLoop::OnTick() {
 // The machine closes idle keep-alive connections once it sees the drain.
 void AsyncLoop::SettleAllForDrain() {
   const Clock::time_point now = Clock::now();
-  for (AsyncConnection *c = head_; c;) {
-    AsyncConnection *next = c->next;
+  for (AsyncConnection* c = head_; c;) {
+    AsyncConnection* next = c->next;
     Settle(c, now);
     c = next;
   }
 }
 
 void AsyncLoop::OnAccept(size_t listener_index) {
-  const Listener &l = (*shared_.listeners)[listener_index];
+  const Listener& l = (*shared_.listeners)[listener_index];
   // With several loops on one listener, every loop wakes for a new connection;
   // taking one per wake-up (nginx's `multi_accept off`) lets the others take
   // the rest, instead of the first loop to wake taking a whole burst and
@@ -223,7 +223,7 @@ void AsyncLoop::OnAccept(size_t listener_index) {
       }
       return;
     }
-    auto *c = new AsyncConnection(l.protocol, shared_.limits);
+    auto* c = new AsyncConnection(l.protocol, shared_.limits);
     c->loop = this;
     c->fd = fd;
     c->conn.Attach(&env_);
@@ -244,7 +244,7 @@ void AsyncLoop::OnAccept(size_t listener_index) {
   }
 }
 
-void AsyncLoop::ArmIo(AsyncConnection *c, short mode) {
+void AsyncLoop::ArmIo(AsyncConnection* c, short mode) {
   if (c->io_mode == mode) return;
   if (c->io_mode) event_del(&c->io);
   c->io_mode = static_cast<uint8_t>(mode);
@@ -258,7 +258,7 @@ void AsyncLoop::ArmIo(AsyncConnection *c, short mode) {
 // Re-armed only when the deadline moved or the timer is not pending: most
 // requests leave the connection on the idle timeout, which libevent keeps as
 // a common timeout (a FIFO, O(1) re-arm) rather than in its heap.
-void AsyncLoop::ArmTimer(AsyncConnection *c, const Interest &interest,
+void AsyncLoop::ArmTimer(AsyncConnection* c, const Interest& interest,
                          Clock::time_point now) {
   if (!interest.deadline_changed &&
       event_pending(&c->timer, EV_TIMEOUT, nullptr))
@@ -275,7 +275,7 @@ void AsyncLoop::ArmTimer(AsyncConnection *c, const Interest &interest,
   }
 }
 
-void AsyncLoop::Close(AsyncConnection *c) {
+void AsyncLoop::Close(AsyncConnection* c) {
   if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
   close(c->fd);
@@ -293,7 +293,7 @@ void AsyncLoop::Close(AsyncConnection *c) {
   if (Draining() && conns_ == 0) event_base_loopbreak(base_);
 }
 
-void AsyncLoop::OnReadable(AsyncConnection *c) {
+void AsyncLoop::OnReadable(AsyncConnection* c) {
   ssize_t n = recv(c->fd, read_buffer_.data(), read_buffer_.size(), 0);
   const Clock::time_point now = Clock::now();
   if (n > 0) {
@@ -308,15 +308,15 @@ void AsyncLoop::OnReadable(AsyncConnection *c) {
   Settle(c, now);
 }
 
-void AsyncLoop::OnWritable(AsyncConnection *c) { Settle(c, Clock::now()); }
+void AsyncLoop::OnWritable(AsyncConnection* c) { Settle(c, Clock::now()); }
 
-void AsyncLoop::OnTimer(AsyncConnection *c) {
+void AsyncLoop::OnTimer(AsyncConnection* c) {
   const Clock::time_point now = Clock::now();
   c->conn.DeadlinePassed(now);
   Settle(c, now);
 }
 
-void AsyncLoop::Send(AsyncConnection *c, Clock::time_point now) {
+void AsyncLoop::Send(AsyncConnection* c, Clock::time_point now) {
   for (;;) {
     std::string_view out = c->conn.pending_out();
     if (out.empty()) return;
@@ -335,7 +335,7 @@ void AsyncLoop::Send(AsyncConnection *c, Clock::time_point now) {
   }
 }
 
-bool AsyncLoop::Settle(AsyncConnection *c, Clock::time_point now) {
+bool AsyncLoop::Settle(AsyncConnection* c, Clock::time_point now) {
   bool sent = false;  // one send attempt per change of output
   for (;;) {
     Interest i = c->conn.Next(now);

@@ -21,9 +21,9 @@ namespace gearbox {
 
 // State every loop of one model shares (read-mostly).
 struct AsyncShared {
-  const Listeners *listeners = nullptr;
-  const Router *router = nullptr;
-  const RequestLog *request_log = nullptr;
+  const Listeners* listeners = nullptr;
+  const Router* router = nullptr;
+  const RequestLog* request_log = nullptr;
   LimitsConfig limits;
   std::atomic<int64_t> open{
       0};  // connections across all loops (max_connections)
@@ -35,10 +35,10 @@ struct AsyncShared {
 
 class AsyncLoop {
  public:
-  AsyncLoop(AsyncShared &shared, WorkerStats &stats, int index);
+  AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index);
   ~AsyncLoop();
-  AsyncLoop(const AsyncLoop &) = delete;
-  AsyncLoop &operator=(const AsyncLoop &) = delete;
+  AsyncLoop(const AsyncLoop&) = delete;
+  AsyncLoop& operator=(const AsyncLoop&) = delete;
 
   // Creates the base and the listener events; returns an error naming the call.
   std::string Init();
@@ -58,32 +58,32 @@ class AsyncLoop {
   void OnTick();
 
   // libevent's side of a connection; the machine decides, these wait.
-  void OnReadable(AsyncConnection *c);
-  void OnWritable(AsyncConnection *c);
-  void OnTimer(AsyncConnection *c);
+  void OnReadable(AsyncConnection* c);
+  void OnWritable(AsyncConnection* c);
+  void OnTimer(AsyncConnection* c);
   // Acts on what the machine wants next: send, arm read/write/timer, or
   // close. Returns false if the connection was closed.
-  bool Settle(AsyncConnection *c, Clock::time_point now);
-  void Send(AsyncConnection *c, Clock::time_point now);
-  void ArmIo(AsyncConnection *c, short mode);
-  void ArmTimer(AsyncConnection *c, const Interest &interest,
+  bool Settle(AsyncConnection* c, Clock::time_point now);
+  void Send(AsyncConnection* c, Clock::time_point now);
+  void ArmIo(AsyncConnection* c, short mode);
+  void ArmTimer(AsyncConnection* c, const Interest& interest,
                 Clock::time_point now);
-  void Close(AsyncConnection *c);
+  void Close(AsyncConnection* c);
   void SettleAllForDrain();
   bool Draining() const {
     return shared_.draining.load(std::memory_order_relaxed);
   }
 
-  AsyncShared &shared_;
-  WorkerStats &stats_;
+  AsyncShared& shared_;
+  WorkerStats& stats_;
   RequestCycle cycle_;
   const int index_;
-  event_base *base_ = nullptr;
-  std::vector<event *> listen_events_;
+  event_base* base_ = nullptr;
+  std::vector<event*> listen_events_;
   bool accepting_ = false;
   bool acknowledged_drain_ = false;
-  event *wake_event_ = nullptr;
-  event *tick_event_ = nullptr;
+  event* wake_event_ = nullptr;
+  event* tick_event_ = nullptr;
   int wake_fd_ = -1;
   std::chrono::steady_clock::time_point accept_paused_until_{};
   std::thread thread_;
@@ -95,10 +95,10 @@ class AsyncLoop {
   Response response_;
   ConnectionEnv env_;
 
-  AsyncConnection *head_ = nullptr;  // all connections of this loop
+  AsyncConnection* head_ = nullptr;  // all connections of this loop
   int64_t conns_ = 0;
-  const timeval *idle_tv_ = nullptr;  // libevent common timeouts: O(1) re-arm
-  const timeval *header_tv_ = nullptr;
+  const timeval* idle_tv_ = nullptr;  // libevent common timeouts: O(1) re-arm
+  const timeval* header_tv_ = nullptr;
 };
 
 }  // namespace gearbox

@@ -28,7 +28,7 @@ class AsyncModel final : public Model {
 
   int TotalWorkers() const override { return static_cast<int>(loops_.size()); }
 
-  Status Start(const ModelContext &ctx) override {
+  Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     shared_.listeners = ctx.listeners;
     shared_.router = ctx.router.get();
@@ -45,7 +45,7 @@ class AsyncModel final : public Model {
     }
     // The listener events are armed in Init(), so by the time a thread runs its
     // loop the kernel queue is being served: READY may go out once they run.
-    for (auto &loop : loops_) loop->StartThread();
+    for (auto& loop : loops_) loop->StartThread();
     started_ = true;
     LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,
             loops);
@@ -54,7 +54,7 @@ class AsyncModel final : public Model {
 
   void StopAccepting() override {
     if (!started_ || shared_.draining.exchange(true)) return;
-    for (auto &loop : loops_) loop->Wake();
+    for (auto& loop : loops_) loop->Wake();
     // Each loop removes its listener events on its own thread; wait for all.
     const auto limit =
         std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -70,7 +70,7 @@ class AsyncModel final : public Model {
     StopAccepting();
     started_ = false;
     auto all_exited = [this] {
-      for (auto &loop : loops_)
+      for (auto& loop : loops_)
         if (!loop->exited()) return false;
       return true;
     };
@@ -82,15 +82,15 @@ class AsyncModel final : public Model {
               "model=async gen={} msg=\"closing in-flight connections\"",
               ctx_.generation);
       shared_.aborting.store(true);
-      for (auto &loop : loops_) loop->Wake();
+      for (auto& loop : loops_) loop->Wake();
     }
-    for (auto &loop : loops_) loop->Join();
+    for (auto& loop : loops_) loop->Join();
     loops_.clear();  // closes whatever is left
     LogInfo("model_drained", "model=async gen={}", ctx_.generation);
   }
 
  private:
-  static int Loops(const ModelConfig &c) {
+  static int Loops(const ModelConfig& c) {
     return c.foreground ? 1 : c.async.loops;
   }
 

@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kReadChunk = 16384;
 
 // Sends until the socket is full or everything went.
-void SendSome(BlockingConnection &c, Clock::time_point now) {
+void SendSome(BlockingConnection& c, Clock::time_point now) {
   for (;;) {
     std::string_view out = c.conn.pending_out();
     if (out.empty()) return;
@@ -33,9 +33,9 @@ void SendSome(BlockingConnection &c, Clock::time_point now) {
 }
 
 // One non-blocking read into the machine. False: the socket had nothing.
-bool ReadSome(BlockingConnection &c, Clock::time_point now) {
+bool ReadSome(BlockingConnection& c, Clock::time_point now) {
   for (;;) {
-    char *tail = c.conn.ReadSpace(kReadChunk);
+    char* tail = c.conn.ReadSpace(kReadChunk);
     ssize_t n = recv(c.fd, tail, c.conn.ReadRoom(), MSG_DONTWAIT);
     if (n > 0) {
       c.conn.Commit(static_cast<size_t>(n), now);
@@ -50,8 +50,8 @@ bool ReadSome(BlockingConnection &c, Clock::time_point now) {
 
 // The connection wants bytes: read, or wait as the policy says.
 // Returns true when the driver goes on, false when the policy took it.
-bool Read(BlockingConnection &c, const Interest &interest,
-          BlockingPolicy &policy, Clock::time_point now) {
+bool Read(BlockingConnection& c, const Interest& interest,
+          BlockingPolicy& policy, Clock::time_point now) {
   if (ReadSome(c, now)) return true;
   switch (policy.WaitReadable(c, interest)) {
     case ReadWait::kReadable:
@@ -84,7 +84,7 @@ int MillisUntil(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left + 1, 1 << 30));
 }
 
-bool WaitFor(int fd, short events, Clock::time_point deadline, bool *eintr) {
+bool WaitFor(int fd, short events, Clock::time_point deadline, bool* eintr) {
   pollfd p{fd, events, 0};
   for (;;) {
     int n = poll(&p, 1, MillisUntil(deadline));
@@ -111,14 +111,14 @@ bool RealSleeper::SleepFor(std::chrono::microseconds d) {
 }
 
 BlockingConnection::BlockingConnection(int fd, Protocol protocol,
-                                       const LimitsConfig &limits)
+                                       const LimitsConfig& limits)
     : fd(fd), conn(protocol, limits) {}
 
 BlockingConnection::~BlockingConnection() {
   if (fd >= 0) close(fd);
 }
 
-void CloseBlocking(BlockingConnection &c) {
+void CloseBlocking(BlockingConnection& c) {
   if (c.fd < 0) return;
   close(c.fd);
   c.fd = -1;
@@ -131,9 +131,9 @@ void SendAndForget(int fd, std::string_view bytes) {
   (void)n;
 }
 
-ConnectionOutcome ServeBlocking(BlockingConnection &c,
-                                const BlockingContext &ctx,
-                                BlockingPolicy &policy) {
+ConnectionOutcome ServeBlocking(BlockingConnection& c,
+                                const BlockingContext& ctx,
+                                BlockingPolicy& policy) {
   c.conn.Attach(&ctx.env);
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.

@@ -31,17 +31,17 @@ class RealSleeper final : public Sleeper {
 };
 
 struct BlockingConnection {
-  BlockingConnection(int fd, Protocol protocol, const LimitsConfig &limits);
+  BlockingConnection(int fd, Protocol protocol, const LimitsConfig& limits);
   ~BlockingConnection();  // closes fd if still open (uncounted)
-  BlockingConnection(const BlockingConnection &) = delete;
-  BlockingConnection &operator=(const BlockingConnection &) = delete;
+  BlockingConnection(const BlockingConnection&) = delete;
+  BlockingConnection& operator=(const BlockingConnection&) = delete;
 
   int fd;
   Connection conn;
   Clock::time_point turn_started{};  // when the current worker took it
   // Threadpool bookkeeping while parked in the poller: its entry in the
   // poller's expiry index, and whether the fd is already in the epoll set.
-  std::multimap<Clock::time_point, BlockingConnection *>::iterator park_entry;
+  std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
   bool parked = false;
   bool registered = false;
 };
@@ -60,16 +60,16 @@ enum class ReadWait {
 class BlockingPolicy : public ResponsePolicy {
  public:
   // The connection wants bytes and the socket has none right now.
-  virtual ReadWait WaitReadable(BlockingConnection &c,
-                                const Interest &interest) = 0;
+  virtual ReadWait WaitReadable(BlockingConnection& c,
+                                const Interest& interest) = 0;
   // Others wait for a worker and this connection has had its turn: true hands
   // it back (parked when idle, re-queued when requests are buffered).
-  virtual bool TurnOver(const BlockingConnection &) { return false; }
+  virtual bool TurnOver(const BlockingConnection&) { return false; }
 };
 
 struct BlockingContext {
   ConnectionEnv env;  // router, stats slot, log, limits, draining, scratch
-  Sleeper *sleeper = nullptr;
+  Sleeper* sleeper = nullptr;
 };
 
 // kYield: requests are buffered but others are queued; put the connection at
@@ -78,12 +78,12 @@ enum class ConnectionOutcome { kClosed, kParked, kYield };
 
 // Serves `c` until it closes (the fd is closed and counted) or the policy
 // takes it back.
-ConnectionOutcome ServeBlocking(BlockingConnection &c,
-                                const BlockingContext &context,
-                                BlockingPolicy &policy);
+ConnectionOutcome ServeBlocking(BlockingConnection& c,
+                                const BlockingContext& context,
+                                BlockingPolicy& policy);
 
 // Closes the fd and counts the reason the machine gave.
-void CloseBlocking(BlockingConnection &c);
+void CloseBlocking(BlockingConnection& c);
 
 // Sends what the machine has for a connection nobody will serve (503 on a full
 // queue, 408 on expiry) without blocking, then the caller closes it.
@@ -93,7 +93,7 @@ void SendAndForget(int fd, std::string_view bytes);
 // on timeout; true when ready, on error or hang-up (the next I/O call
 // reports), and on EINTR when `eintr` is non-null (then *eintr is set).
 bool WaitFor(int fd, short events, Clock::time_point deadline,
-             bool *eintr = nullptr);
+             bool* eintr = nullptr);
 int MillisUntil(Clock::time_point deadline);
 
 }  // namespace gearbox

@@ -42,11 +42,11 @@ size_t HandoffCapacity(int send_fd) {
                                           : 0;
 }
 
-int SendConnection(int channel, int fd, const HandoffHeader &header,
+int SendConnection(int channel, int fd, const HandoffHeader& header,
                    std::string_view bytes) {
   iovec iov[2] = {
-      {const_cast<HandoffHeader *>(&header), sizeof(header)},
-      {const_cast<char *>(bytes.data()), bytes.size()},
+      {const_cast<HandoffHeader*>(&header), sizeof(header)},
+      {const_cast<char*>(bytes.data()), bytes.size()},
   };
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg = {};
@@ -54,7 +54,7 @@ int SendConnection(int channel, int fd, const HandoffHeader &header,
   msg.msg_iovlen = bytes.empty() ? 1 : 2;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(int));
@@ -66,8 +66,8 @@ int SendConnection(int channel, int fd, const HandoffHeader &header,
   }
 }
 
-int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
-                      Buffer &bytes) {
+int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader& header,
+                      Buffer& bytes) {
   iovec iov[2] = {
       {&header, sizeof(header)},
       {bytes.Reserve(max_bytes), max_bytes},
@@ -85,7 +85,7 @@ int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
   if (n < 0) return -1;
   if (n == 0) return kHandoffEnd;
   int fd = -1;
-  for (cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
         cm->cmsg_len >= CMSG_LEN(sizeof(int)))
       memcpy(&fd, CMSG_DATA(cm), sizeof(int));

@@ -35,7 +35,7 @@ size_t HandoffCapacity(int send_fd);
 // Sends `fd` with its header and bytes without blocking. Returns 0, or the
 // errno (EAGAIN: channel full; EMSGSIZE: too large). The caller still owns
 // and must close its copy of `fd`.
-int SendConnection(int channel, int fd, const HandoffHeader &header,
+int SendConnection(int channel, int fd, const HandoffHeader& header,
                    std::string_view bytes);
 
 inline constexpr int kHandoffEnd = -2;
@@ -44,7 +44,7 @@ inline constexpr int kHandoffEnd = -2;
 // and appends its bytes to `bytes` (at most `max_bytes`). Returns -1 with
 // errno EAGAIN when nothing is queued (another reader may have taken it),
 // kHandoffEnd once every sender has closed its end, -1 on other errors.
-int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader &header,
-                      Buffer &bytes);
+int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader& header,
+                      Buffer& bytes);
 
 }  // namespace gearbox

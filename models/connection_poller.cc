@@ -19,8 +19,8 @@ constexpr uint64_t kWakeTag = 1ull << 62;
 
 }  // namespace
 
-ConnectionPoller::ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
-                                   const std::atomic<bool> &draining)
+ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
+                                   const std::atomic<bool>& draining)
     : ctx_(ctx), queue_(queue), draining_(draining) {
   env_.cycle = {ctx.router.get(), &ctx.stats->Slot(0), ctx.request_log.get(),
                 0};
@@ -71,7 +71,7 @@ void ConnectionPoller::Stop() {
   Wake();
   if (thread_.joinable()) thread_.join();
   while (!parked_.empty()) {
-    BlockingConnection *c = parked_.begin()->second;
+    BlockingConnection* c = parked_.begin()->second;
     Unlink(c);
     c->conn.Abort(CloseReason::kDrain);
     Finish(c);
@@ -136,13 +136,13 @@ void ConnectionPoller::Loop() {
       } else if (tag & kListenerTag) {
         if (listening_) AcceptFrom(tag & ~kListenerTag);
       } else {
-        auto *c = reinterpret_cast<BlockingConnection *>(tag);
+        auto* c = reinterpret_cast<BlockingConnection*>(tag);
         Unlink(c);
         Dispatch(c);
       }
     }
     queue_.TakeReturned(returned_);
-    for (BlockingConnection *c : returned_) Park(c);
+    for (BlockingConnection* c : returned_) Park(c);
     returned_.clear();
     ExpireParked();
     // While draining only busy connections stay parked (idle ones are
@@ -152,7 +152,7 @@ void ConnectionPoller::Loop() {
 }
 
 void ConnectionPoller::AcceptFrom(size_t index) {
-  const Listener &l = (*ctx_.listeners)[index];
+  const Listener& l = (*ctx_.listeners)[index];
   for (int batch = 0; batch < 64; ++batch) {
     if (open() >= ctx_.config.limits.max_connections) return;
     AcceptError error;
@@ -167,7 +167,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
     }
     Bump(env_.cycle.stats->accepted);
     open_.fetch_add(1, std::memory_order_relaxed);
-    auto *c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
+    auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
     c->conn.Attach(&env_);
     c->conn.Accepted(Clock::now(), 0);
     Dispatch(c);
@@ -176,21 +176,21 @@ void ConnectionPoller::AcceptFrom(size_t index) {
 
 // Queue the connection for a worker, or refuse it with 503 when the queue is
 // full: overload is explicit and memory stays bounded.
-void ConnectionPoller::Dispatch(BlockingConnection *c) {
+void ConnectionPoller::Dispatch(BlockingConnection* c) {
   if (queue_.Push(c)) return;
   c->conn.Attach(&env_);
   c->conn.Refuse();
   Finish(c);
 }
 
-void ConnectionPoller::Finish(BlockingConnection *c) {
+void ConnectionPoller::Finish(BlockingConnection* c) {
   SendAndForget(c->fd, c->conn.pending_out());
   CloseBlocking(*c);
   delete c;
   open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ConnectionPoller::Park(BlockingConnection *c) {
+void ConnectionPoller::Park(BlockingConnection* c) {
   c->conn.Attach(&env_);
   const Clock::time_point now = Clock::now();
   if (c->conn.Next(now).kind == Interest::Kind::kClose) {
@@ -214,7 +214,7 @@ void ConnectionPoller::Park(BlockingConnection *c) {
   c->parked = true;
 }
 
-void ConnectionPoller::Unlink(BlockingConnection *c) {
+void ConnectionPoller::Unlink(BlockingConnection* c) {
   if (!c->parked) return;
   parked_.erase(c->park_entry);
   c->parked = false;
@@ -232,7 +232,7 @@ int ConnectionPoller::NextExpiryMs() const {
 void ConnectionPoller::ExpireParked() {
   const Clock::time_point now = Clock::now();
   while (!parked_.empty() && parked_.begin()->first <= now) {
-    BlockingConnection *c = parked_.begin()->second;
+    BlockingConnection* c = parked_.begin()->second;
     Unlink(c);
     c->conn.DeadlinePassed(now);
     Finish(c);  // with the 408 it may be owed
@@ -241,7 +241,7 @@ void ConnectionPoller::ExpireParked() {
 
 void ConnectionPoller::CloseIdleParked() {
   for (auto it = parked_.begin(); it != parked_.end();) {
-    BlockingConnection *c = it->second;
+    BlockingConnection* c = it->second;
     ++it;
     // Mid-request or fresh (accepted, first request not here yet): let it
     // finish, or time out.

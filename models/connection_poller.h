@@ -19,8 +19,8 @@ namespace gearbox {
 
 class ConnectionPoller {
  public:
-  ConnectionPoller(const ModelContext &ctx, ReadyQueue &queue,
-                   const std::atomic<bool> &draining);
+  ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
+                   const std::atomic<bool>& draining);
   ~ConnectionPoller();
 
   // Creates epoll and its wake-up and starts watching the listeners.
@@ -43,17 +43,17 @@ class ConnectionPoller {
   void AdjustListening();
   Status SetListening(bool on);
   void AcceptFrom(size_t index);
-  void Dispatch(BlockingConnection *c);
-  void Park(BlockingConnection *c);
-  void Unlink(BlockingConnection *c);
-  void Finish(BlockingConnection *c);  // sends what it owes, closes
+  void Dispatch(BlockingConnection* c);
+  void Park(BlockingConnection* c);
+  void Unlink(BlockingConnection* c);
+  void Finish(BlockingConnection* c);  // sends what it owes, closes
   int NextExpiryMs() const;
   void ExpireParked();
   void CloseIdleParked();
 
-  const ModelContext &ctx_;
-  ReadyQueue &queue_;
-  const std::atomic<bool> &draining_;
+  const ModelContext& ctx_;
+  ReadyQueue& queue_;
+  const std::atomic<bool>& draining_;
   ConnectionEnv env_;  // the acceptor slot: refusals, expiry, drain closes
   Request request_;
   Response response_;
@@ -67,8 +67,8 @@ class ConnectionPoller {
   std::atomic<int64_t> open_{0};
   std::thread thread_;
   // Parked connections by expiry time (poller thread only).
-  std::multimap<Clock::time_point, BlockingConnection *> parked_;
-  std::vector<BlockingConnection *> returned_;
+  std::multimap<Clock::time_point, BlockingConnection*> parked_;
+  std::vector<BlockingConnection*> returned_;
 };
 
 }  // namespace gearbox

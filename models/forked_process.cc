@@ -10,10 +10,10 @@
 
 namespace gearbox {
 
-void CloseInheritedFds(const std::set<int> &keep) {
+void CloseInheritedFds(const std::set<int>& keep) {
   std::vector<int> fds;
-  if (DIR *d = opendir("/proc/self/fd")) {
-    while (dirent *e = readdir(d)) {
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
       int fd = atoi(e->d_name);
       if (fd > 2 && fd != dirfd(d) && !keep.count(fd)) fds.push_back(fd);
     }

@@ -12,7 +12,7 @@ namespace gearbox {
 // hand-off channels. Holding a copy would keep those clients' connections open
 // after their owner closes them (and hide a channel's end of stream), so close
 // everything but stdio and `keep`.
-void CloseInheritedFds(const std::set<int> &keep);
+void CloseInheritedFds(const std::set<int>& keep);
 
 // SIGTERM runs `on_term` (no SA_RESTART: a blocking poll() returns EINTR);
 // SIGINT/SIGQUIT kill at once; SIGHUP (reloads are the master's business) and

@@ -42,7 +42,7 @@ timeval Until(Clock::time_point deadline) {
           static_cast<suseconds_t>(left.count() % 1000000)};
 }
 
-uint64_t MaxHeld(const LimitsConfig &limits) {
+uint64_t MaxHeld(const LimitsConfig& limits) {
   constexpr uint64_t kSpareFds = 32;  // channels, epoll, signal pipe, stdio
   uint64_t cap = static_cast<uint64_t>(limits.max_connections);
   rlimit nofile{};
@@ -57,9 +57,9 @@ class GuardLoop;
 
 // One parked connection: the state machine in head-only mode, and its event.
 struct Guarded {
-  Guarded(Protocol protocol, const LimitsConfig &limits)
+  Guarded(Protocol protocol, const LimitsConfig& limits)
       : conn(protocol, limits) {}
-  GuardLoop *guard = nullptr;
+  GuardLoop* guard = nullptr;
   int fd = -1;
   uint32_t listener = 0;
   Connection conn;
@@ -71,8 +71,8 @@ struct Guarded {
 // The guard process's event loop.
 class GuardLoop {
  public:
-  GuardLoop(const Listeners &listeners, const LimitsConfig &limits,
-            WorkerStats &stats, int park_rx, int unpark_tx, size_t capacity)
+  GuardLoop(const Listeners& listeners, const LimitsConfig& limits,
+            WorkerStats& stats, int park_rx, int unpark_tx, size_t capacity)
       : listeners_(listeners),
         limits_(limits),
         park_rx_(park_rx),
@@ -102,18 +102,18 @@ class GuardLoop {
   }
 
  private:
-  static void OnParkReadable(evutil_socket_t, short, void *arg) {
-    static_cast<GuardLoop *>(arg)->ReceiveParked();
+  static void OnParkReadable(evutil_socket_t, short, void* arg) {
+    static_cast<GuardLoop*>(arg)->ReceiveParked();
   }
-  static void OnUnparkWritable(evutil_socket_t, short, void *arg) {
-    static_cast<GuardLoop *>(arg)->FlushPending();
+  static void OnUnparkWritable(evutil_socket_t, short, void* arg) {
+    static_cast<GuardLoop*>(arg)->FlushPending();
   }
   // SIGTERM: the master gave up waiting (drain deadline) or died.
-  static void OnTerm(evutil_socket_t, short, void *arg) {
-    static_cast<GuardLoop *>(arg)->CloseAll();
+  static void OnTerm(evutil_socket_t, short, void* arg) {
+    static_cast<GuardLoop*>(arg)->CloseAll();
   }
-  static void OnConnection(evutil_socket_t, short what, void *arg) {
-    auto *c = static_cast<Guarded *>(arg);
+  static void OnConnection(evutil_socket_t, short what, void* arg) {
+    auto* c = static_cast<Guarded*>(arg);
     c->armed = false;
     if (what & EV_TIMEOUT) {
       c->conn.DeadlinePassed(Clock::now());
@@ -123,7 +123,7 @@ class GuardLoop {
     }
   }
 
-  WorkerStats &stats() { return *env_.cycle.stats; }
+  WorkerStats& stats() { return *env_.cycle.stats; }
 
   void ReceiveParked() {
     for (int i = 0; i < kReceiveBurst; ++i) {
@@ -153,9 +153,9 @@ class GuardLoop {
     }
   }
 
-  void Hold(int fd, const HandoffHeader &header) {
+  void Hold(int fd, const HandoffHeader& header) {
     conns_.emplace_front(listeners_[header.listener].protocol, limits_);
-    Guarded &c = conns_.front();
+    Guarded& c = conns_.front();
     c.self = conns_.begin();
     c.guard = this;
     c.fd = fd;
@@ -183,7 +183,7 @@ class GuardLoop {
     ReadHead(c);
   }
 
-  void ReadHead(Guarded &c) {
+  void ReadHead(Guarded& c) {
     const Clock::time_point now = Clock::now();
     for (;;) {
       const size_t held = c.conn.input().size();
@@ -209,7 +209,7 @@ class GuardLoop {
 
   // Acts on what the machine wants: replies out (best effort on a socket with
   // an empty send buffer), a hand-back, a close, or more waiting.
-  void Settle(Guarded &c) {
+  void Settle(Guarded& c) {
     const Clock::time_point now = Clock::now();
     for (;;) {
       Interest i = c.conn.Next(now);
@@ -248,7 +248,7 @@ class GuardLoop {
     }
   }
 
-  void HandBack(Guarded &c) {
+  void HandBack(Guarded& c) {
     if (!pending_.empty() || !Send(c)) {
       // Every child is busy and the channel is full: wait for room, in order.
       pending_.push_back(&c);
@@ -259,7 +259,7 @@ class GuardLoop {
   }
 
   // False when the channel is full (try again when writable).
-  bool Send(Guarded &c) {
+  bool Send(Guarded& c) {
     const ConnectionProgress p = c.conn.Progress();
     HandoffHeader header;
     header.listener = c.listener;
@@ -282,7 +282,7 @@ class GuardLoop {
 
   void FlushPending() {
     while (!pending_.empty()) {
-      Guarded &c = *pending_.front();
+      Guarded& c = *pending_.front();
       if (!Send(c)) return;
       pending_.pop_front();
       Forget(c);
@@ -290,20 +290,20 @@ class GuardLoop {
     event_del(unpark_event_);
   }
 
-  void CloseFd(Guarded &c) {
+  void CloseFd(Guarded& c) {
     if (c.fd < 0) return;
     close(c.fd);
     c.fd = -1;
     c.conn.CountClosed();
   }
 
-  void Close(Guarded &c) {
+  void Close(Guarded& c) {
     CloseFd(c);
     Forget(c);
   }
 
   // Drops the guard's record (and its fd, when it was handed back).
-  void Forget(Guarded &c) {
+  void Forget(Guarded& c) {
     if (c.armed) event_del(&c.ev);
     if (c.fd >= 0) close(c.fd);  // a child has its own copy now
     conns_.erase(c.self);
@@ -336,20 +336,20 @@ class GuardLoop {
 
   void UpdateGauge() { stats().open_conns.store(conns_.size()); }
 
-  const Listeners &listeners_;
-  const LimitsConfig &limits_;
+  const Listeners& listeners_;
+  const LimitsConfig& limits_;
   ConnectionEnv env_;
   Request request_;
   Response response_;
   int park_rx_;
   int unpark_tx_;
   const size_t capacity_;
-  event_base *base_ = nullptr;
-  event *park_event_ = nullptr;
-  event *unpark_event_ = nullptr;
-  event *term_event_ = nullptr;
+  event_base* base_ = nullptr;
+  event* park_event_ = nullptr;
+  event* unpark_event_ = nullptr;
+  event* term_event_ = nullptr;
   std::list<Guarded> conns_;
-  std::deque<Guarded *> pending_;  // head complete, waiting for channel room
+  std::deque<Guarded*> pending_;  // head complete, waiting for channel room
   // max_connections, and never so many that the next hand-off could find no
   // descriptor left (the kernel would drop it unanswered): 503 first.
   const uint64_t max_held_ = MaxHeld(limits_);
@@ -362,9 +362,9 @@ void OnTermIgnored(int) {}
 
 }  // namespace
 
-std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners &listeners,
-                                             const LimitsConfig &limits,
-                                             std::string *error) {
+std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners& listeners,
+                                             const LimitsConfig& limits,
+                                             std::string* error) {
   std::unique_ptr<HeadGuard> guard(new HeadGuard(listeners, limits));
   const size_t need =
       static_cast<size_t>(limits.max_header_bytes) + 2 * kReadChunk;
@@ -387,7 +387,7 @@ std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners &listeners,
 
 HeadGuard::~HeadGuard() { CloseForDrain(); }
 
-pid_t HeadGuard::Fork(WorkerStats &stats) {
+pid_t HeadGuard::Fork(WorkerStats& stats) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   // The guard process.
@@ -411,7 +411,7 @@ pid_t HeadGuard::Fork(WorkerStats &stats) {
 }
 
 void HeadGuard::CloseForDrain() {
-  for (int *fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
+  for (int* fd : {&park_[0], &park_[1], &unpark_[0], &unpark_[1]}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }

@@ -33,12 +33,12 @@ class HeadGuard {
   // that dies can be replaced). Returns null with `error` set when they cannot
   // be made or cannot carry a whole request head (prefork then runs without a
   // guard, as before).
-  static std::unique_ptr<HeadGuard> Create(const Listeners &listeners,
-                                           const LimitsConfig &limits,
-                                           std::string *error);
+  static std::unique_ptr<HeadGuard> Create(const Listeners& listeners,
+                                           const LimitsConfig& limits,
+                                           std::string* error);
   ~HeadGuard();
-  HeadGuard(const HeadGuard &) = delete;
-  HeadGuard &operator=(const HeadGuard &) = delete;
+  HeadGuard(const HeadGuard&) = delete;
+  HeadGuard& operator=(const HeadGuard&) = delete;
 
   // The children's ends: they send parked connections to park_fd() and take
   // connections with a complete head from unpark_fd().
@@ -49,7 +49,7 @@ class HeadGuard {
 
   // Forks the guard process, which counts into `stats`. Returns its pid, or
   // -1 with errno.
-  pid_t Fork(WorkerStats &stats);
+  pid_t Fork(WorkerStats& stats);
 
   // No guard or child will be forked again (the generation is draining): the
   // master drops its copies of every channel end. The guard then sees the end
@@ -59,10 +59,10 @@ class HeadGuard {
   void CloseForDrain();
 
  private:
-  HeadGuard(const Listeners &listeners, const LimitsConfig &limits)
+  HeadGuard(const Listeners& listeners, const LimitsConfig& limits)
       : listeners_(listeners), limits_(limits) {}
 
-  const Listeners &listeners_;
+  const Listeners& listeners_;
   const LimitsConfig limits_;
   int park_[2] = {-1, -1};    // [0] the guard receives, [1] children send
   int unpark_[2] = {-1, -1};  // [0] children receive, [1] the guard sends

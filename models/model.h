@@ -27,7 +27,7 @@ struct Status {
 
 // Everything a generation shares with its model.
 struct ModelContext {
-  const Listeners *listeners =
+  const Listeners* listeners =
       nullptr;  // owned by the supervisor, outlive models
   std::shared_ptr<const Router> router;
   std::shared_ptr<StatsRegion> stats;             // size >= SlotsNeeded(config)
@@ -44,10 +44,10 @@ class Model {
   std::string_view Name() const { return name_; }
   // Stats slots the model writes to for this config (one per worker, plus
   // extras).
-  virtual size_t SlotsNeeded(const ModelConfig &config) const = 0;
+  virtual size_t SlotsNeeded(const ModelConfig& config) const = 0;
   // Returns once the model is accepting on the listeners (that is when READY=1
   // may go out), or an error naming the failed call.
-  virtual Status Start(const ModelContext &context) = 0;
+  virtual Status Start(const ModelContext& context) = 0;
   // Supervisor housekeeping, called from the supervisor thread at least every
   // 100 ms and on SIGCHLD (prefork reaps and respawns its children here).
   virtual void Maintain() {}

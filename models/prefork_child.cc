@@ -42,7 +42,7 @@ Clock::time_point FromNs(int64_t ns) {
 // One child: its listeners, the guard's channels, its policy and its loop.
 class ChildLoop {
  public:
-  explicit ChildLoop(const PreforkChildArgs &args)
+  explicit ChildLoop(const PreforkChildArgs& args)
       : args_(args),
         ctx_(*args.context),
         stats_(ctx_.stats->Slot(static_cast<size_t>(args.slot))),
@@ -53,15 +53,15 @@ class ChildLoop {
   [[noreturn]] void Run();
 
  private:
-  void Serve(BlockingConnection &c, uint32_t listener);
-  bool Park(BlockingConnection &c, uint32_t listener);
+  void Serve(BlockingConnection& c, uint32_t listener);
+  bool Park(BlockingConnection& c, uint32_t listener);
   void TakeHandBack();
   void AcceptFrom(size_t listener);
   void StopParking();
 
-  const PreforkChildArgs &args_;
-  const ModelContext &ctx_;
-  WorkerStats &stats_;
+  const PreforkChildArgs& args_;
+  const ModelContext& ctx_;
+  WorkerStats& stats_;
   int park_fd_;
   int unpark_fd_;
   std::vector<int> listen_fds_;
@@ -78,7 +78,7 @@ class ChildLoop {
 
 void ChildLoop::SetUp() {
   std::set<int> keep;
-  for (const Listener &l : *ctx_.listeners) {
+  for (const Listener& l : *ctx_.listeners) {
     keep.insert(l.fd);
     listen_fds_.push_back(l.fd);
   }
@@ -124,7 +124,7 @@ void ChildLoop::SetUp() {
 
 // Hands a slow connection to the master's head guard. False when there is no
 // guard or the channel is full: then the child serves it itself.
-bool ChildLoop::Park(BlockingConnection &c, uint32_t listener) {
+bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
   if (park_fd_ < 0 || c.conn.input().size() > args_.handoff_capacity)
     return false;
   const ConnectionProgress p = c.conn.Progress();
@@ -142,7 +142,7 @@ bool ChildLoop::Park(BlockingConnection &c, uint32_t listener) {
   return true;
 }
 
-void ChildLoop::Serve(BlockingConnection &c, uint32_t listener) {
+void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
   stats_.open_conns.store(1);
   if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
       !Park(c, listener)) {
@@ -250,7 +250,7 @@ void ChildLoop::Run() {
 
 }  // namespace
 
-void RunPreforkChild(const PreforkChildArgs &args) {
+void RunPreforkChild(const PreforkChildArgs& args) {
   ChildLoop loop(args);
   loop.SetUp();
   loop.Run();

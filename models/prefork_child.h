@@ -9,7 +9,7 @@
 namespace gearbox {
 
 struct PreforkChildArgs {
-  const ModelContext *context = nullptr;
+  const ModelContext* context = nullptr;
   int slot = 0;              // stats slot (the child's index)
   int64_t max_requests = 0;  // already jittered; 0 = never recycle
   int ready_fd = -1;         // write one byte once accepting, then close
@@ -23,6 +23,6 @@ struct PreforkChildArgs {
 
 // Runs in the child after fork(); never returns (exits with a PreforkExit
 // code).
-[[noreturn]] void RunPreforkChild(const PreforkChildArgs &args);
+[[noreturn]] void RunPreforkChild(const PreforkChildArgs& args);
 
 }  // namespace gearbox

@@ -64,13 +64,13 @@ class PreforkModel final : public Model {
   }
 
   // One slot per child, then the head guard's.
-  size_t SlotsNeeded(const ModelConfig &config) const override {
+  size_t SlotsNeeded(const ModelConfig& config) const override {
     return static_cast<size_t>(Workers(config)) + 1;
   }
 
   int TotalWorkers() const override { return Workers(ctx_.config); }
 
-  Status Start(const ModelContext &ctx) override {
+  Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     children_.resize(static_cast<size_t>(Workers(ctx.config)));
     // From here on Drain() (and the destructor) stops whatever was started,
@@ -120,7 +120,7 @@ class PreforkModel final : public Model {
     if (draining_) return;  // Drain() reaps its own children
     const auto now = Clock::now();
     for (size_t i = 0; i < children_.size(); ++i) {
-      Child &c = children_[i];
+      Child& c = children_[i];
       if (c.pid > 0) {
         int status = 0;
         pid_t r = waitpid(c.pid, &status, WNOHANG);
@@ -154,7 +154,7 @@ class PreforkModel final : public Model {
     started_ = false;
     if (Clock::now() >= deadline) {
       if (guard_pid_ > 0) kill(guard_pid_, SIGKILL);
-      for (Child &c : children_)
+      for (Child& c : children_)
         if (c.pid > 0) kill(c.pid, SIGKILL);
     }
     for (;;) {
@@ -168,7 +168,7 @@ class PreforkModel final : public Model {
           alive = true;
         }
       }
-      for (Child &c : children_) {
+      for (Child& c : children_) {
         if (c.pid <= 0) continue;
         int status;
         if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
@@ -188,7 +188,7 @@ class PreforkModel final : public Model {
           waitpid(guard_pid_, nullptr, 0);
           OnGuardGone();
         }
-        for (Child &c : children_) {
+        for (Child& c : children_) {
           if (c.pid <= 0) continue;
           LogWarn("child_killed",
                   "model=prefork pid={} reason=graceful_timeout", c.pid);
@@ -208,7 +208,7 @@ class PreforkModel final : public Model {
   }
 
  private:
-  static int Workers(const ModelConfig &c) {
+  static int Workers(const ModelConfig& c) {
     return c.foreground ? 1 : c.prefork.workers;
   }
 
@@ -218,7 +218,7 @@ class PreforkModel final : public Model {
   void StopAcceptingLocked() {
     if (draining_) return;
     draining_ = true;
-    for (Child &c : children_)
+    for (Child& c : children_)
       if (c.pid > 0) kill(c.pid, SIGTERM);
     if (guard_) {
       // Heads parked while no guard runs (it died and its successor is not
@@ -232,13 +232,13 @@ class PreforkModel final : public Model {
     }
   }
 
-  WorkerStats &GuardStats() { return ctx_.stats->Slot(children_.size()); }
+  WorkerStats& GuardStats() { return ctx_.stats->Slot(children_.size()); }
 
   // The guard process is gone (reaped): the connections it held were closed
   // by the kernel with it; count them (they were counted accepted by a child).
   // Caller holds mu_.
   void OnGuardGone() {
-    WorkerStats &g = GuardStats();
+    WorkerStats& g = GuardStats();
     const uint64_t held = g.open_conns.load();
     for (uint64_t i = 0; i < held; ++i) g.CountClose(CloseReason::kError);
     g.open_conns.store(0);
@@ -300,7 +300,7 @@ class PreforkModel final : public Model {
 
   // Caller holds mu_.
   void OnChildExit(size_t index, int status, Clock::time_point now) {
-    Child &c = children_[index];
+    Child& c = children_[index];
     ++exited_;
     const bool recycled =
         WIFEXITED(status) && WEXITSTATUS(status) == kChildRecycled;

@@ -40,7 +40,7 @@ bool PreforkPolicy::FreeSibling() const {
   if (!o_.siblings) return false;
   for (size_t i = 0; i < o_.sibling_count; ++i) {
     if (i == o_.self_slot) continue;
-    const WorkerStats &s = o_.siblings->Slot(i);
+    const WorkerStats& s = o_.siblings->Slot(i);
     if (s.pid.load(std::memory_order_relaxed) != 0 &&
         s.open_conns.load(std::memory_order_relaxed) == 0)
       return true;
@@ -52,8 +52,8 @@ bool PreforkPolicy::CloseAfterResponse() {
   return !o_.waiting_fds.empty() && ListenerPending() && !FreeSibling();
 }
 
-ReadWait PreforkPolicy::WaitReadable(BlockingConnection &c,
-                                     const Interest &interest) {
+ReadWait PreforkPolicy::WaitReadable(BlockingConnection& c,
+                                     const Interest& interest) {
   switch (c.conn.phase()) {
     case Phase::kIdle:
       return WaitIdle(c, interest.deadline);
@@ -71,7 +71,7 @@ ReadWait PreforkPolicy::WaitReadable(BlockingConnection &c,
 // A new client normally sends its head right after connecting; one that has
 // not within the grace goes to the head guard, with the whole head due by the
 // deadline it started with.
-ReadWait PreforkPolicy::WaitHead(BlockingConnection &c,
+ReadWait PreforkPolicy::WaitHead(BlockingConnection& c,
                                  Clock::time_point deadline) {
   Clock::time_point until = deadline;
   const bool parking = Parking();
@@ -89,7 +89,7 @@ ReadWait PreforkPolicy::WaitHead(BlockingConnection &c,
 // Holds the connection, but gives a keep-alive one up when another client
 // waits. The grace is staggered by slot so that one waiting client makes one
 // child (not all of them) give up its connection.
-ReadWait PreforkPolicy::WaitIdle(BlockingConnection &c,
+ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
                                  Clock::time_point deadline) {
   pollfd fds[9];
   size_t n = 0;

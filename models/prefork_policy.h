@@ -20,16 +20,16 @@ class PreforkPolicy final : public BlockingPolicy {
     std::span<const int> waiting_fds;
     // The children's stats slots: an idle keep-alive connection is given up
     // only when no sibling is free to take the waiting client.
-    const StatsRegion *siblings = nullptr;
+    const StatsRegion* siblings = nullptr;
     size_t sibling_count = 0;  // the first slots of `siblings` are children
     size_t self_slot = 0;
     // A request head still incomplete this long after it began (or a fresh
     // connection silent this long after accept) is parked with the head
     // guard. Zero: never.
     std::chrono::microseconds park_heads_after{0};
-    const std::atomic<bool> *draining = nullptr;  // no parking once draining
+    const std::atomic<bool>* draining = nullptr;  // no parking once draining
   };
-  explicit PreforkPolicy(const Options &options) : o_(options) {}
+  explicit PreforkPolicy(const Options& options) : o_(options) {}
   void set_waiting_fds(std::span<const int> fds) { o_.waiting_fds = fds; }
   void stop_parking() { o_.park_heads_after = {}; }
 
@@ -39,12 +39,12 @@ class PreforkPolicy final : public BlockingPolicy {
   // sending the next request on it: a GET would be retried, a POST would
   // fail.
   bool CloseAfterResponse() override;
-  ReadWait WaitReadable(BlockingConnection &c,
-                        const Interest &interest) override;
+  ReadWait WaitReadable(BlockingConnection& c,
+                        const Interest& interest) override;
 
  private:
-  ReadWait WaitIdle(BlockingConnection &c, Clock::time_point deadline);
-  ReadWait WaitHead(BlockingConnection &c, Clock::time_point deadline);
+  ReadWait WaitIdle(BlockingConnection& c, Clock::time_point deadline);
+  ReadWait WaitHead(BlockingConnection& c, Clock::time_point deadline);
   bool ListenerPending() const;
   bool FreeSibling() const;
   bool Parking() const;

@@ -12,7 +12,7 @@ void ReadyQueue::UpdateGauge() {
     gauges_.queue_high.store(depth, std::memory_order_relaxed);
 }
 
-bool ReadyQueue::Push(BlockingConnection *c) {
+bool ReadyQueue::Push(BlockingConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
   if (queue_.size() >= capacity_ || closed_) return false;
   c->conn.set_ready_us(NowMicros());
@@ -22,7 +22,7 @@ bool ReadyQueue::Push(BlockingConnection *c) {
   return true;
 }
 
-void ReadyQueue::Requeue(BlockingConnection *c) {
+void ReadyQueue::Requeue(BlockingConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
   c->conn.set_ready_us(NowMicros());
   queue_.push_back(c);
@@ -30,27 +30,27 @@ void ReadyQueue::Requeue(BlockingConnection *c) {
   ready_cv_.notify_one();
 }
 
-BlockingConnection *ReadyQueue::Pop() {
+BlockingConnection* ReadyQueue::Pop() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_workers_.fetch_add(1, std::memory_order_relaxed);
   ready_cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
   idle_workers_.fetch_sub(1, std::memory_order_relaxed);
   if (queue_.empty()) return nullptr;  // closed and nothing left
-  BlockingConnection *c = queue_.front();
+  BlockingConnection* c = queue_.front();
   queue_.pop_front();
   UpdateGauge();
   ++active_;
   return c;
 }
 
-void ReadyQueue::Done(BlockingConnection *parked) {
+void ReadyQueue::Done(BlockingConnection* parked) {
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
   if (parked) returned_.push_back(parked);
   if (IdleLocked()) idle_cv_.notify_all();
 }
 
-void ReadyQueue::TakeReturned(std::vector<BlockingConnection *> &out) {
+void ReadyQueue::TakeReturned(std::vector<BlockingConnection*>& out) {
   std::lock_guard<std::mutex> lock(mu_);
   out.swap(returned_);
   // In transit to the poller's set until its next SetHeld(): count them.
@@ -76,9 +76,9 @@ bool ReadyQueue::WaitIdle(Deadline deadline) {
   return idle_cv_.wait_until(lock, deadline, [this] { return IdleLocked(); });
 }
 
-std::deque<BlockingConnection *> ReadyQueue::TakeQueued() {
+std::deque<BlockingConnection*> ReadyQueue::TakeQueued() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::deque<BlockingConnection *> out;
+  std::deque<BlockingConnection*> out;
   out.swap(queue_);
   UpdateGauge();
   return out;

@@ -49,20 +49,20 @@ class InterruptibleSleeper final : public Sleeper {
 // A worker never blocks waiting for a client's bytes: the poller does that.
 class ParkWhenIdle final : public BlockingPolicy {
  public:
-  explicit ParkWhenIdle(const ReadyQueue &queue) : queue_(queue) {}
-  ReadWait WaitReadable(BlockingConnection &, const Interest &) override {
+  explicit ParkWhenIdle(const ReadyQueue& queue) : queue_(queue) {}
+  ReadWait WaitReadable(BlockingConnection&, const Interest&) override {
     return ReadWait::kPark;
   }
   // Its turn is over once it has had the worker for kTurnSlice and more
   // connections wait than there are idle workers.
-  bool TurnOver(const BlockingConnection &c) override {
+  bool TurnOver(const BlockingConnection& c) override {
     return Clock::now() - c.turn_started >= kTurnSlice &&
            queue_.queued().load(std::memory_order_relaxed) >
                queue_.idle_workers().load(std::memory_order_relaxed);
   }
 
  private:
-  const ReadyQueue &queue_;
+  const ReadyQueue& queue_;
 };
 
 // One worker thread's state.
@@ -87,7 +87,7 @@ class ThreadPoolModel final : public Model {
     return static_cast<int>(workers_.size());
   }
 
-  Status Start(const ModelContext &ctx) override {
+  Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     queue_ = std::make_unique<ReadyQueue>(
         static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0));
@@ -122,9 +122,9 @@ class ThreadPoolModel final : public Model {
     state_ = DrainState::kStopping;
     queue_->Close();
     if (!finished) Abort();
-    for (auto &w : workers_) w->thread.join();
+    for (auto& w : workers_) w->thread.join();
     poller_->Stop();
-    for (BlockingConnection *c : queue_->TakeQueued()) {
+    for (BlockingConnection* c : queue_->TakeQueued()) {
       c->conn.Abort(CloseReason::kDrain);
       CloseBlocking(*c);
       delete c;
@@ -137,13 +137,13 @@ class ThreadPoolModel final : public Model {
  private:
   enum class DrainState { kIdle, kServing, kNotAccepting, kStopping, kStopped };
 
-  static int Threads(const ModelConfig &c) {
+  static int Threads(const ModelConfig& c) {
     return c.foreground ? 1 : c.threadpool.threads;
   }
 
   // Out of time: cut sleeps short and unblock workers stuck in I/O.
   void Abort() {
-    for (auto &w : workers_) {
+    for (auto& w : workers_) {
       w->sleeper.Abort();
       int fd = w->current_fd.load();
       if (fd >= 0) shutdown(fd, SHUT_RDWR);
@@ -151,8 +151,8 @@ class ThreadPoolModel final : public Model {
   }
 
   void WorkerLoop(int index) {
-    Worker &w = *workers_[static_cast<size_t>(index)];
-    WorkerStats &stats = ctx_.stats->Slot(1 + static_cast<size_t>(index));
+    Worker& w = *workers_[static_cast<size_t>(index)];
+    WorkerStats& stats = ctx_.stats->Slot(1 + static_cast<size_t>(index));
     stats.tid.store(static_cast<int32_t>(gettid()));
     Request request;
     Response response;
@@ -164,12 +164,12 @@ class ThreadPoolModel final : public Model {
     bc.env.response = &response;
     bc.sleeper = &w.sleeper;
     ParkWhenIdle policy(*queue_);
-    while (BlockingConnection *c = queue_->Pop()) {
+    while (BlockingConnection* c = queue_->Pop()) {
       w.current_fd.store(c->fd);
       c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, policy);
       w.current_fd.store(-1);
-      BlockingConnection *parked = nullptr;
+      BlockingConnection* parked = nullptr;
       if (outcome == ConnectionOutcome::kClosed) {
         delete c;
         poller_->Closed();

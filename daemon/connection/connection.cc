@@ -30,7 +30,7 @@ struct Connection::Pending {
   bool announce_close = false;
 };
 
-Connection::Connection(Protocol protocol, const LimitsConfig &limits)
+Connection::Connection(Protocol protocol, const LimitsConfig& limits)
     : codec_(MakeCodec(protocol, limits)) {}
 
 Connection::~Connection() = default;
@@ -43,7 +43,7 @@ void Connection::Accepted(Clock::time_point now, uint64_t ready_us) {
   SetDeadline(now + env_->limits->header_timeout);
 }
 
-void Connection::Adopt(const ConnectionProgress &progress,
+void Connection::Adopt(const ConnectionProgress& progress,
                        std::string_view bytes) {
   in_.Append(bytes);
   fresh_ = progress.fresh;
@@ -87,7 +87,7 @@ void Connection::Received(std::string_view bytes, Clock::time_point now) {
   }
 }
 
-char *Connection::ReadSpace(size_t min) { return in_.Reserve(min); }
+char* Connection::ReadSpace(size_t min) { return in_.Reserve(min); }
 
 void Connection::Commit(size_t n, Clock::time_point now) {
   in_.Commit(n);
@@ -105,7 +105,7 @@ void Connection::Process(Clock::time_point now) {
 // One parse step. `external`: `view` is the caller's buffer starting at
 // `pos`'s old value (bytes are consumed by advancing `pos`); otherwise it is
 // in_ (consumed from in_).
-bool Connection::ParseOnce(std::string_view view, bool external, size_t &pos,
+bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
                            Clock::time_point now) {
   if (phase_ == Phase::kHandler || phase_ == Phase::kClosing ||
       phase_ == Phase::kClosed || head_ready_)
@@ -166,11 +166,11 @@ void Connection::NoteIncomplete(Clock::time_point now) {
 }
 
 void Connection::ServeRequest(size_t consumed, std::string_view view,
-                              bool external, size_t &pos,
+                              bool external, size_t& pos,
                               Clock::time_point now) {
   (void)view;
-  const Request &request = *env_->request;
-  Response &response = *env_->response;
+  const Request& request = *env_->request;
+  Response& response = *env_->response;
   // Asked before the handler runs: the answer is framed with the response.
   const bool announce_close =
       policy_ && codec_->AnnouncesClose() && policy_->CloseAfterResponse();
@@ -197,10 +197,10 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
 }
 
 void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
-                              const RequestTiming &timing,
+                              const RequestTiming& timing,
                               Clock::time_point now,
                               std::chrono::microseconds wait) {
-  const Request &request = *env_->request;
+  const Request& request = *env_->request;
   auto p = std::make_unique<Pending>();
   p->exchange = std::move(exchange);
   std::swap(p->response, *env_->response);
@@ -210,7 +210,7 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
   p->request.is_head = request.is_head;
   p->timing = timing;
   p->timing.waited = true;
-  const RequestLog *log = env_->cycle.log;
+  const RequestLog* log = env_->cycle.log;
   if (log && log->enabled()) {
     p->method_path.assign(request.method);
     p->method_path.append(request.path);
@@ -225,7 +225,7 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
 }
 
 void Connection::ResumeExchange(Clock::time_point now) {
-  Pending &p = *pending_;
+  Pending& p = *pending_;
   Step step = p.exchange->Resume(p.response);
   if (!step.done()) {
     SetDeadline(now + *step.wait);
@@ -248,8 +248,8 @@ void Connection::CutShort() {
   Finish(done->request, done->response, done->timing, true);
 }
 
-void Connection::Finish(const Request &request, const Response &response,
-                        const RequestTiming &timing, bool announce_close) {
+void Connection::Finish(const Request& request, const Response& response,
+                        const RequestTiming& timing, bool announce_close) {
   const bool draining = Draining();
   if (FinishRequest(env_->cycle, *codec_, request, response,
                     draining || announce_close, out_, timing)) {
@@ -343,7 +343,7 @@ void Connection::DropPending() {
   // Closing cancels a waiting exchange: destroying it is how the handler
   // learns; the request is no longer in flight.
   pending_.reset();
-  WorkerStats &s = stats();
+  WorkerStats& s = stats();
   const uint64_t inflight = s.inflight.load(std::memory_order_relaxed) - 1;
   s.inflight.store(inflight, std::memory_order_relaxed);
   if (inflight == 0) {

@@ -66,12 +66,12 @@ struct Interest {
 // What a worker gives its connections: how to serve, and where to count.
 struct ConnectionEnv {
   RequestCycle cycle;  // router, stats slot, request log, worker index
-  const LimitsConfig *limits = nullptr;
-  const std::atomic<bool> *draining = nullptr;  // finish, then close
+  const LimitsConfig* limits = nullptr;
+  const std::atomic<bool>* draining = nullptr;  // finish, then close
   // Per-worker scratch, reused by every connection: no per-request
   // allocation. A waiting exchange moves its response out of it.
-  Request *request = nullptr;
-  Response *response = nullptr;
+  Request* request = nullptr;
+  Response* response = nullptr;
 };
 
 // Per-model decision the machine asks for at one point of each request.
@@ -93,26 +93,26 @@ struct ConnectionProgress {
 
 class Connection {
  public:
-  Connection(Protocol protocol, const LimitsConfig &limits);
+  Connection(Protocol protocol, const LimitsConfig& limits);
   ~Connection();
-  Connection(const Connection &) = delete;
-  Connection &operator=(const Connection &) = delete;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   // The worker that serves it now (threadpool moves connections between the
   // poller and its threads). Counters go to this env's stats slot.
-  void Attach(const ConnectionEnv *env) { env_ = env; }
-  const ConnectionEnv *env() const { return env_; }
+  void Attach(const ConnectionEnv* env) { env_ = env; }
+  const ConnectionEnv* env() const { return env_; }
 
   // --- events --------------------------------------------------------------
   // Accepted now: the first request is due within header_timeout.
   void Accepted(Clock::time_point now, uint64_t ready_us);
   // Taken over from another process with `bytes` already read.
-  void Adopt(const ConnectionProgress &progress, std::string_view bytes);
+  void Adopt(const ConnectionProgress& progress, std::string_view bytes);
   // Bytes read from the socket, then processed. `bytes` may be a view into a
   // worker's shared read buffer: what is not consumed is copied.
   void Received(std::string_view bytes, Clock::time_point now);
   // Zero-copy variant: recv() into ReadSpace(), then Commit().
-  char *ReadSpace(size_t min);
+  char* ReadSpace(size_t min);
   size_t ReadRoom() const { return in_.writable(); }
   void Commit(size_t n, Clock::time_point now);
   // Parses and serves what is buffered (pipelining: in order, responses
@@ -153,7 +153,7 @@ class Connection {
   // Head-only mode (the prefork head guard): Process() stops once a request
   // head is complete (kHeadReady) and never runs a handler.
   void set_head_only(bool on) { head_only_ = on; }
-  void set_response_policy(ResponsePolicy *policy) { policy_ = policy; }
+  void set_response_policy(ResponsePolicy* policy) { policy_ = policy; }
   ConnectionProgress Progress() const;
   Clock::time_point deadline() const { return deadline_; }
   Clock::time_point head_started() const { return head_started_; }
@@ -166,28 +166,28 @@ class Connection {
   bool Draining() const {
     return env_->draining && env_->draining->load(std::memory_order_relaxed);
   }
-  WorkerStats &stats() const { return *env_->cycle.stats; }
+  WorkerStats& stats() const { return *env_->cycle.stats; }
   // One parse step over `view`; returns false when processing must stop.
-  bool ParseOnce(std::string_view view, bool external, size_t &pos,
+  bool ParseOnce(std::string_view view, bool external, size_t& pos,
                  Clock::time_point now);
   void NoteIncomplete(Clock::time_point now);
   void ServeRequest(size_t consumed, std::string_view view, bool external,
-                    size_t &pos, Clock::time_point now);
+                    size_t& pos, Clock::time_point now);
   void ParkExchange(std::unique_ptr<Exchange> exchange,
-                    const RequestTiming &timing, Clock::time_point now,
+                    const RequestTiming& timing, Clock::time_point now,
                     std::chrono::microseconds wait);
   void ResumeExchange(Clock::time_point now);
-  void Finish(const Request &request, const Response &response,
-              const RequestTiming &timing, bool announce_close);
+  void Finish(const Request& request, const Response& response,
+              const RequestTiming& timing, bool announce_close);
   void CloseAfterWrite(CloseReason reason);
   void DropOutput();
   void DropPending();
   void SetDeadline(Clock::time_point t);
   void DropReplayedReplies(size_t out_before);
 
-  const ConnectionEnv *env_ = nullptr;
+  const ConnectionEnv* env_ = nullptr;
   std::unique_ptr<ServerCodec> codec_;
-  ResponsePolicy *policy_ = nullptr;
+  ResponsePolicy* policy_ = nullptr;
   Buffer in_;
   std::string out_;
   size_t out_off_ = 0;

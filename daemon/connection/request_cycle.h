@@ -19,9 +19,9 @@ namespace gearbox {
 
 // Everything a worker (thread, child, loop) needs to serve requests.
 struct RequestCycle {
-  const Router *router = nullptr;
-  WorkerStats *stats = nullptr;
-  const RequestLog *log = nullptr;  // null or disabled: no per-request logging
+  const Router* router = nullptr;
+  WorkerStats* stats = nullptr;
+  const RequestLog* log = nullptr;  // null or disabled: no per-request logging
   int worker = 0;
 };
 
@@ -35,11 +35,11 @@ struct RequestTiming {
 // Starts the exchange for `request`; marks the worker busy and the request in
 // flight until FinishRequest(). `ready_us` is when the connection was found
 // ready (0 when not measured).
-inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle &cycle,
-                                              const Request &request,
+inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
+                                              const Request& request,
                                               uint64_t ready_us,
-                                              RequestTiming &timing) {
-  WorkerStats &stats = *cycle.stats;
+                                              RequestTiming& timing) {
+  WorkerStats& stats = *cycle.stats;
   timing.start_us = NowMicros();
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
@@ -60,11 +60,11 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle &cycle,
 // Serializes the response and counts it. `request` needs valid method/path only
 // when the request log is enabled. Returns true when the connection must close
 // after the bytes in `out` are written.
-inline bool FinishRequest(const RequestCycle &cycle, ServerCodec &codec,
-                          const Request &request, const Response &response,
-                          bool close, std::string &out,
-                          const RequestTiming &timing) {
-  WorkerStats &stats = *cycle.stats;
+inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
+                          const Request& request, const Response& response,
+                          bool close, std::string& out,
+                          const RequestTiming& timing) {
+  WorkerStats& stats = *cycle.stats;
   size_t before = out.size();
   close = codec.AppendResponse(request, response, close, out);
   const uint64_t duration = NowMicros() - timing.start_us;

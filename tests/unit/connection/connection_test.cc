@@ -24,11 +24,9 @@ class ConnectionTest : public ::testing::Test {
     limits_.idle_timeout = milliseconds(3000);
     limits_.send_timeout = milliseconds(4000);
     limits_.max_body_bytes = 100;
-    std::vector<RouteConfig> routes(2);
-    routes[0].path = "/hello";
-    routes[0].handler = "text";
-    routes[1].path = "/sleep";
-    routes[1].handler = "wait";
+    std::vector<RouteConfig> routes;
+    routes.push_back(DefaultRoute("/hello", "text"));  // every param default
+    routes.push_back(DefaultRoute("/sleep", "wait"));
     router_ = std::make_unique<Router>(routes, ServerInfo{});
     stats_ = StatsRegion::Create(1);
     env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
@@ -45,12 +43,12 @@ class ConnectionTest : public ::testing::Test {
     return c;
   }
   // Everything the connection wants written, as if the socket took it.
-  std::string Drain(Connection &c) {
+  std::string Drain(Connection& c) {
     std::string out(c.pending_out());
     c.Sent(out.size(), now_);
     return out;
   }
-  WorkerStats &stats() { return stats_->Slot(0); }
+  WorkerStats& stats() { return stats_->Slot(0); }
   uint64_t closed(CloseReason r) {
     return stats().closed[static_cast<int>(r)].load();
   }
