@@ -19,6 +19,11 @@ class Router {
 
   // The handler for `path`, or the built-in 404 handler. Never null.
   Handler* Find(std::string_view path) const;
+  // Serves `path` with `handler` (replacing any), for handlers that do not
+  // come from the handler table (tests; loadable modules).
+  void Add(std::string path, std::unique_ptr<Handler> handler) {
+    routes_[std::move(path)] = std::move(handler);
+  }
   const ServerInfo& info() const { return info_; }
 
  private:

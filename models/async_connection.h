@@ -5,6 +5,8 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
+#include <memory>
+
 #include "daemon/connection/connection.h"
 
 namespace gearbox {
@@ -15,6 +17,19 @@ class AsyncLoop;
 // KiB each. An idle connection holds only this struct and its codec: its
 // buffers are empty (reads land in the loop's shared buffer first) and the
 // Request and Response scratch live in the loop.
+// The events of a handler's fd wait: allocated the first time a connection's
+// handler waits on fds, kept (not re-allocated) for its later waits.
+struct AsyncFdWaits {
+  struct Slot {
+    struct event ev;
+    struct AsyncConnection* c = nullptr;
+    uint8_t index = 0;
+    bool armed = false;
+  };
+  Slot slots[kMaxWaitFds];
+  uint32_t seq = 0;  // the Interest::wait_seq these events belong to
+};
+
 struct AsyncConnection {
   AsyncConnection(Protocol protocol, const LimitsConfig& limits)
       : conn(protocol, limits) {}
@@ -25,7 +40,8 @@ struct AsyncConnection {
   struct event io;      // EV_READ or EV_WRITE on fd
   struct event timer;   // the machine's deadline (timeouts, handler waits)
   Connection conn;
-  AsyncConnection* prev = nullptr;  // the loop's list of connections
+  std::unique_ptr<AsyncFdWaits> fd_waits;  // null until a handler waits on fds
+  AsyncConnection* prev = nullptr;         // the loop's list of connections
   AsyncConnection* next = nullptr;
 };
 

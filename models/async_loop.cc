@@ -42,6 +42,10 @@ struct AsyncCallbacks {
     auto* c = static_cast<AsyncConnection*>(arg);
     c->loop->OnTimer(c);
   }
+  static void HandlerFd(evutil_socket_t, short what, void* arg) {
+    auto* slot = static_cast<AsyncFdWaits::Slot*>(arg);
+    slot->c->loop->OnHandlerFd(slot, what);
+  }
   static void Accept(evutil_socket_t, short, void* arg) {
     auto* l = static_cast<ListenerArg*>(arg);
     l->loop->OnAccept(l->index);
@@ -69,6 +73,7 @@ AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
 
 AsyncLoop::~AsyncLoop() {
   while (head_) {
+    DisarmHandlerFds(head_);
     head_->conn.Abort(CloseReason::kDrain);
     Close(head_);
   }
@@ -157,6 +162,7 @@ void AsyncLoop::OnWake() {
   (void)n;
   if (shared_.aborting.load()) {
     while (head_) {
+      DisarmHandlerFds(head_);
       head_->conn.Abort(CloseReason::kDrain);
       Close(head_);
     }
@@ -263,6 +269,7 @@ void AsyncLoop::ArmTimer(AsyncConnection* c, const Interest& interest,
   if (!interest.deadline_changed &&
       event_pending(&c->timer, EV_TIMEOUT, nullptr))
     return;
+  c->conn.Armed(interest.deadline);
   const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
       interest.deadline - now);
   if (left == shared_.limits.idle_timeout) {
@@ -275,7 +282,51 @@ void AsyncLoop::ArmTimer(AsyncConnection* c, const Interest& interest,
   }
 }
 
+void AsyncLoop::ArmHandlerFds(AsyncConnection* c, const Interest& i) {
+  if (!c->fd_waits) c->fd_waits = std::make_unique<AsyncFdWaits>();
+  AsyncFdWaits& w = *c->fd_waits;
+  if (w.seq == i.wait_seq) return;  // this wait is registered already
+  DisarmHandlerFds(c);
+  w.seq = i.wait_seq;
+  for (size_t k = 0; k < i.handler_fds.size() && k < kMaxWaitFds; ++k) {
+    const FdWait& f = i.handler_fds[k];
+    short events = 0;
+    if (f.events & kFdReadable) events |= EV_READ;
+    if (f.events & kFdWritable) events |= EV_WRITE;
+    AsyncFdWaits::Slot& slot = w.slots[k];
+    slot.c = c;
+    slot.index = static_cast<uint8_t>(k);
+    event_assign(&slot.ev, base_, f.fd, events, &AsyncCallbacks::HandlerFd,
+                 &slot);
+    event_add(&slot.ev, nullptr);  // the deadline is the connection's timer
+    slot.armed = true;
+  }
+}
+
+void AsyncLoop::DisarmHandlerFds(AsyncConnection* c) {
+  if (!c->fd_waits) return;
+  c->fd_waits->seq = 0;  // registered again if the same wait goes on
+  for (AsyncFdWaits::Slot& slot : c->fd_waits->slots) {
+    if (slot.armed) event_del(&slot.ev);
+    slot.armed = false;
+  }
+}
+
+void AsyncLoop::OnHandlerFd(AsyncFdWaits::Slot* slot, short what) {
+  AsyncConnection* c = slot->c;
+  slot->armed = false;  // not persistent: it fired once
+  uint8_t ready[kMaxWaitFds] = {};
+  ready[slot->index] =
+      static_cast<uint8_t>(((what & EV_READ) ? kFdReadable : 0) |
+                           ((what & EV_WRITE) ? kFdWritable : 0));
+  DisarmHandlerFds(c);
+  const Clock::time_point now = Clock::now();
+  c->conn.HandlerFdsReady(std::span<const uint8_t>(ready, kMaxWaitFds), now);
+  Settle(c, now);
+}
+
 void AsyncLoop::Close(AsyncConnection* c) {
+  DisarmHandlerFds(c);  // before the exchange (and maybe its fds) goes
   if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
   close(c->fd);
@@ -301,6 +352,7 @@ void AsyncLoop::OnReadable(AsyncConnection* c) {
         std::string_view(read_buffer_.data(), static_cast<size_t>(n)), now);
   } else if (n == 0 ||
              (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    DisarmHandlerFds(c);  // before the exchange (and maybe its fds) goes
     c->conn.PeerClosed();
   } else {
     return;
@@ -312,6 +364,7 @@ void AsyncLoop::OnWritable(AsyncConnection* c) { Settle(c, Clock::now()); }
 
 void AsyncLoop::OnTimer(AsyncConnection* c) {
   const Clock::time_point now = Clock::now();
+  DisarmHandlerFds(c);  // a deadline ends an fd wait (re-armed if it goes on)
   c->conn.DeadlinePassed(now);
   Settle(c, now);
 }
@@ -364,6 +417,7 @@ bool AsyncLoop::Settle(AsyncConnection* c, Clock::time_point now) {
         // epoll_ctl calls. Past a bound of buffered input it stops.
         ArmIo(c, i.read ? EV_READ : 0);
         ArmTimer(c, i, now);
+        if (!i.handler_fds.empty()) ArmHandlerFds(c, i);
         return true;
       case Interest::Kind::kWrite:
         // Stop reading until the client takes its responses (backpressure).

@@ -69,6 +69,11 @@ class AsyncLoop {
   void ArmTimer(AsyncConnection* c, const Interest& interest,
                 Clock::time_point now);
   void Close(AsyncConnection* c);
+  // A handler's fd wait: one event per fd, registered once per wait and
+  // removed when any fires, at the deadline, or when the connection closes.
+  void ArmHandlerFds(AsyncConnection* c, const Interest& interest);
+  void DisarmHandlerFds(AsyncConnection* c);
+  void OnHandlerFd(AsyncFdWaits::Slot* slot, short what);
   void SettleAllForDrain();
   bool Draining() const {
     return shared_.draining.load(std::memory_order_relaxed);

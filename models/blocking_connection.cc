@@ -75,6 +75,52 @@ bool Read(BlockingConnection& c, const Interest& interest,
   return true;
 }
 
+// A handler waits on its fds: poll them with the client's socket, so a
+// client that hangs up mid-wait cancels the exchange here too (no thread
+// hand-off: the worker is the one waiting).
+void WaitHandlerFds(BlockingConnection& c, const Interest& i) {
+  pollfd fds[1 + kMaxWaitFds];
+  fds[0] = {c.fd, POLLRDHUP, 0};
+  const size_t n = std::min(i.handler_fds.size(), kMaxWaitFds);
+  for (size_t k = 0; k < n; ++k) {
+    const FdWait& w = i.handler_fds[k];
+    short events = 0;
+    if (w.events & kFdReadable) events |= POLLIN;
+    if (w.events & kFdWritable) events |= POLLOUT;
+    fds[1 + k] = {w.fd, events, 0};
+  }
+  const int r = poll(fds, 1 + n, MillisUntil(i.deadline));
+  const Clock::time_point now = Clock::now();
+  if (r < 0) return;  // EINTR: the driver looks at the state again
+  if (r == 0) {
+    c.conn.DeadlinePassed(std::max(now, i.deadline));
+    return;
+  }
+  if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+    c.conn.PeerClosed();
+    return;
+  }
+  uint8_t ready[kMaxWaitFds] = {};
+  for (size_t k = 0; k < n; ++k) {
+    const short re = fds[1 + k].revents;
+    if (re & POLLIN) ready[k] |= kFdReadable;
+    if (re & POLLOUT) ready[k] |= kFdWritable;
+    if (re & (POLLERR | POLLHUP | POLLNVAL)) ready[k] |= kFdError;
+  }
+  c.conn.HandlerFdsReady(std::span<const uint8_t>(ready, n), now);
+}
+
+void WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
+                 Clock::time_point now) {
+  if (!i.handler_fds.empty()) return WaitHandlerFds(c, i);
+  if (sleeper.SleepFor(std::chrono::duration_cast<std::chrono::microseconds>(
+          i.deadline - now))) {
+    c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
+  } else {
+    c.conn.CutShort();
+  }
+}
+
 }  // namespace
 
 int MillisUntil(Clock::time_point deadline) {
@@ -165,13 +211,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         }
         break;
       case Interest::Kind::kHandler:
-        if (ctx.sleeper->SleepFor(
-                std::chrono::duration_cast<std::chrono::microseconds>(
-                    i.deadline - now))) {
-          c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
-        } else {
-          c.conn.CutShort();
-        }
+        WaitHandler(c, i, *ctx.sleeper, now);
         break;
       case Interest::Kind::kRead:
         if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {

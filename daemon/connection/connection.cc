@@ -28,6 +28,7 @@ struct Connection::Pending {
   std::string method_path;
   RequestTiming timing;
   bool announce_close = false;
+  Step step;  // what it waits for now
 };
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
@@ -63,10 +64,7 @@ ConnectionProgress Connection::Progress() const {
   return p;
 }
 
-void Connection::SetDeadline(Clock::time_point t) {
-  deadline_ = t;
-  deadline_changed_ = true;
-}
+void Connection::SetDeadline(Clock::time_point t) { deadline_ = t; }
 
 void Connection::Received(std::string_view bytes, Clock::time_point now) {
   if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return;
@@ -180,11 +178,11 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   ready_us_ = 0;  // later requests on this connection did not queue
   fresh_ = false;
   response.Reset();
-  Step step = exchange->Resume(response);
+  const Step step = exchange->Resume(Wake{}, response);
   if (step.done()) {
     Finish(request, response, timing, announce_close);
   } else {
-    ParkExchange(std::move(exchange), timing, now, *step.wait);
+    ParkExchange(std::move(exchange), timing, now, step);
     pending_->announce_close = announce_close;
   }
   if (external) {
@@ -198,8 +196,7 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
 
 void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
                               const RequestTiming& timing,
-                              Clock::time_point now,
-                              std::chrono::microseconds wait) {
+                              Clock::time_point now, const Step& step) {
   const Request& request = *env_->request;
   auto p = std::make_unique<Pending>();
   p->exchange = std::move(exchange);
@@ -221,20 +218,40 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
   }
   pending_ = std::move(p);
   phase_ = Phase::kHandler;
-  SetDeadline(now + wait);
+  Wait(step, now);
 }
 
-void Connection::ResumeExchange(Clock::time_point now) {
+void Connection::Wait(const Step& step, Clock::time_point now) {
+  pending_->step = step;
+  ++wait_seq_;
+  SetDeadline(now + step.timeout);
+}
+
+void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
   Pending& p = *pending_;
-  Step step = p.exchange->Resume(p.response);
+  const Step step = p.exchange->Resume(wake, p.response);
   if (!step.done()) {
-    SetDeadline(now + *step.wait);
+    Wait(step, now);
     return;
   }
   std::unique_ptr<Pending> done = std::move(pending_);
   phase_ = Phase::kIdle;  // Finish() may close instead
   Finish(done->request, done->response, done->timing, done->announce_close);
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
+}
+
+void Connection::HandlerFdsReady(std::span<const uint8_t> ready,
+                                 Clock::time_point now) {
+  if (phase_ != Phase::kHandler) return;
+  const Step& step = pending_->step;
+  Wake wake;
+  wake.why = Wake::Why::kFdsReady;
+  wake.nfds = step.nfds;
+  wake.fds = step.fds;
+  for (size_t i = 0; i < step.nfds && i < ready.size(); ++i)
+    wake.fds[i].ready = ready[i];
+  ResumeExchange(wake, now);
+  Process(now);  // pipelined requests behind this one
 }
 
 void Connection::CutShort() {
@@ -286,7 +303,6 @@ void Connection::Sent(size_t n, Clock::time_point now) {
     send_armed_ = false;
     // The idle clock starts once the client has its responses.
     if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
-    deadline_changed_ = true;
   }
 }
 
@@ -296,7 +312,6 @@ void Connection::WriteBlocked(Clock::time_point now) {
   // that reads one byte a second cannot hold a worker forever.
   send_armed_ = true;
   send_deadline_ = now + env_->limits->send_timeout;
-  deadline_changed_ = true;
 }
 
 void Connection::DeadlinePassed(Clock::time_point now) {
@@ -308,10 +323,17 @@ void Connection::DeadlinePassed(Clock::time_point now) {
   }
   if (now < deadline_) return;
   switch (phase_) {
-    case Phase::kHandler:
-      ResumeExchange(now);
+    case Phase::kHandler: {
+      const Step& step = pending_->step;
+      Wake wake;
+      wake.why = step.kind == Step::Kind::kFds ? Wake::Why::kDeadline
+                                               : Wake::Why::kTimer;
+      wake.nfds = step.nfds;
+      wake.fds = step.fds;
+      ResumeExchange(wake, now);
       Process(now);  // pipelined requests behind this one
       return;
+    }
     case Phase::kFresh:
     case Phase::kHead:
     case Phase::kBody:
@@ -403,6 +425,8 @@ Interest Connection::Next(Clock::time_point now) {
   } else if (phase_ == Phase::kHandler) {
     i.kind = Interest::Kind::kHandler;
     i.read = in_.size() < kMaxBufferedWhileWaiting;
+    i.handler_fds = pending_->step.wait_fds();
+    i.wait_seq = wait_seq_;
   } else if (head_ready_ || (head_only_ && phase_ == Phase::kBody)) {
     // The head is done; the next owner receives the body.
     i.kind = Interest::Kind::kHeadReady;
@@ -411,8 +435,7 @@ Interest Connection::Next(Clock::time_point now) {
   } else {
     i.kind = Interest::Kind::kRead;
   }
-  i.deadline_changed = deadline_changed_;
-  deadline_changed_ = false;
+  i.deadline_changed = i.deadline != armed_;
   return i;
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -58,8 +59,13 @@ struct Interest {
   // kHandler: keep reading into the buffer (a hang-up cancels the wait,
   // pipelined bytes queue), false past a bound.
   bool read = false;
-  bool deadline_changed = false;  // since the last Next(): re-arm a timer
+  // The deadline differs from what the driver last reported armed (Armed()).
+  bool deadline_changed = false;
   Clock::time_point deadline{};
+  // kHandler: the fds the handler waits on (empty: a timer), and which wait
+  // this is (a new number per Step, so a driver registers each wait once).
+  std::span<const FdWait> handler_fds;
+  uint32_t wait_seq = 0;
   CloseReason reason = CloseReason::kServer;
 };
 
@@ -125,6 +131,11 @@ class Connection {
   void WriteBlocked(Clock::time_point now);
   // The Interest's deadline passed: a handler wake, or a timeout.
   void DeadlinePassed(Clock::time_point now);
+  // Some of the handler's fds are ready: `ready[i]` for handler_fds[i]
+  // (kFdReadable | kFdWritable | kFdError). The exchange resumes.
+  void HandlerFdsReady(std::span<const uint8_t> ready, Clock::time_point now);
+  // The driver armed its timer for `deadline` (async: re-arm only on change).
+  void Armed(Clock::time_point deadline) { armed_ = deadline; }
   // EOF or a reset from the peer; an I/O error.
   void PeerClosed();
   // The model closes it (draining, giving it up, a failed write): `reason`.
@@ -175,8 +186,9 @@ class Connection {
                     size_t& pos, Clock::time_point now);
   void ParkExchange(std::unique_ptr<Exchange> exchange,
                     const RequestTiming& timing, Clock::time_point now,
-                    std::chrono::microseconds wait);
-  void ResumeExchange(Clock::time_point now);
+                    const gearbox::Step& step);
+  void Wait(const gearbox::Step& step, Clock::time_point now);
+  void ResumeExchange(const Wake& wake, Clock::time_point now);
   void Finish(const Request& request, const Response& response,
               const RequestTiming& timing, bool announce_close);
   void CloseAfterWrite(CloseReason reason);
@@ -194,6 +206,8 @@ class Connection {
   std::unique_ptr<Pending> pending_;
   Clock::time_point deadline_{};
   Clock::time_point send_deadline_{};
+  Clock::time_point armed_{};
+  uint32_t wait_seq_ = 0;
   Clock::time_point head_started_{};
   uint64_t ready_us_ = 0;
   // Bytes the codec appended to out_ (and that were sent) while parsing the
@@ -209,7 +223,6 @@ class Connection {
   bool head_only_ = false;
   bool head_ready_ = false;
   bool send_armed_ = false;
-  bool deadline_changed_ = true;
   bool counted_ = false;
   bool more_buffered_ = false;  // Process() stopped with requests left
 };

@@ -10,7 +10,7 @@ class EchoExchange final : public Exchange {
       : body_(request.body), content_type_(request.FindHeader("content-type")) {
     if (content_type_.empty()) content_type_ = "application/octet-stream";
   }
-  Step Resume(Response& response) override {
+  Step Resume(const Wake&, Response& response) override {
     response.content_type = content_type_;  // lives as long as this exchange
     response.body.swap(body_);
     return Step::Done();

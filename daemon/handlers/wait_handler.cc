@@ -11,7 +11,7 @@ namespace {
 class WaitExchange final : public Exchange {
  public:
   explicit WaitExchange(int64_t ms) : ms_(ms) {}
-  Step Resume(Response& response) override {
+  Step Resume(const Wake&, Response& response) override {
     if (!waited_ && ms_ > 0) {
       waited_ = true;
       return Step::WaitFor(std::chrono::milliseconds(ms_));

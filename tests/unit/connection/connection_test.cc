@@ -306,6 +306,97 @@ TEST_F(ConnectionTest, RefusedConnectionGets503WithRetryAfter) {
   EXPECT_EQ(stats().rejected.load(), 1u);
 }
 
+// Waits for its fd to become readable (a backend answering), for at most
+// 100 ms; says how the wait ended. Counts its destruction.
+class FdWaitHandler final : public Handler {
+ public:
+  FdWaitHandler(int fd, int* destroyed) : fd_(fd), destroyed_(destroyed) {}
+  std::unique_ptr<Exchange> Start(const Request&) override {
+    return std::make_unique<Wait>(fd_, destroyed_);
+  }
+
+ private:
+  struct Wait final : Exchange {
+    Wait(int fd, int* destroyed) : fd(fd), destroyed(destroyed) {}
+    ~Wait() override { ++*destroyed; }
+    Step Resume(const Wake& wake, Response& response) override {
+      if (wake.why == Wake::Why::kStart)
+        return Step::WaitFds({{fd, kFdReadable}}, milliseconds(100));
+      response.body =
+          wake.why == Wake::Why::kFdsReady && wake.ready(0, kFdReadable)
+              ? "ready\n"
+              : "deadline\n";
+      return Step::Done();
+    }
+    int fd;
+    int* destroyed;
+  };
+  int fd_;
+  int* destroyed_;
+};
+
+class FdWaitTest : public ConnectionTest {
+ protected:
+  FdWaitTest() {
+    router_->Add("/fd", std::make_unique<FdWaitHandler>(42, &destroyed_));
+  }
+  int destroyed_ = 0;
+};
+
+constexpr std::string_view kFd = "GET /fd HTTP/1.1\r\nHost: a\r\n\r\n";
+
+TEST_F(FdWaitTest, InterestNamesTheFdsAndTheDeadline) {
+  auto c = Open();
+  c->Received(kFd, now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kHandler);
+  ASSERT_EQ(i.handler_fds.size(), 1u);
+  EXPECT_EQ(i.handler_fds[0].fd, 42);
+  EXPECT_EQ(i.handler_fds[0].events, kFdReadable);
+  EXPECT_EQ(i.deadline, now_ + milliseconds(100));
+  EXPECT_NE(i.wait_seq, 0u);
+}
+
+TEST_F(FdWaitTest, ReadyFdResumesTheExchange) {
+  auto c = Open();
+  c->Received(kFd, now_);
+  const uint8_t ready[] = {kFdReadable};
+  c->HandlerFdsReady(ready, now_ + milliseconds(3));
+  EXPECT_NE(Drain(*c).find("ready\n"), std::string::npos);
+  EXPECT_EQ(destroyed_, 1);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kRead);
+}
+
+TEST_F(FdWaitTest, DeadlineWithNothingReadyResumesWithDeadline) {
+  auto c = Open();
+  c->Received(kFd, now_);
+  c->DeadlinePassed(now_ + milliseconds(100));
+  EXPECT_NE(Drain(*c).find("deadline\n"), std::string::npos);
+}
+
+TEST_F(FdWaitTest, EachWaitHasItsOwnNumber) {
+  auto a = Open();
+  a->Received(kFd, now_);
+  auto b = Open();
+  b->Received(kFd, now_);
+  EXPECT_NE(a->Next(now_).wait_seq + 1000, 0u);
+  const uint8_t ready[] = {kFdReadable};
+  const uint32_t first = a->Next(now_).wait_seq;
+  a->HandlerFdsReady(ready, now_);
+  a->Received(kFd, now_);
+  EXPECT_NE(a->Next(now_).wait_seq, first);
+}
+
+TEST_F(FdWaitTest, PeerClosingMidWaitDestroysTheExchange) {
+  auto c = Open();
+  c->Received(kFd, now_);
+  c->PeerClosed();
+  EXPECT_EQ(destroyed_, 1);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
+  c->CountClosed();
+  EXPECT_EQ(stats().inflight.load(), 0u);
+}
+
 class AnnounceClose final : public ResponsePolicy {
  public:
   bool CloseAfterResponse() override { return true; }

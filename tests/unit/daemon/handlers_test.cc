@@ -73,9 +73,9 @@ Served Serve(const Router& router, const Request& request) {
   EXPECT_NE(served.exchange, nullptr);
   if (!served.exchange) return served;
   for (int i = 0; i < 10; ++i) {
-    Step step = served.exchange->Resume(served.response);
+    Step step = served.exchange->Resume(gearbox::Wake{}, served.response);
     if (step.done()) return served;
-    served.waits.push_back(*step.wait);
+    served.waits.push_back(step.timeout);
   }
   ADD_FAILURE() << "exchange never finished";
   return served;
@@ -210,7 +210,7 @@ TEST(TextHandlerTest, ReusedResponseIsOverwritten) {
   Response response;
   response.body = "stale";
   std::unique_ptr<Exchange> e = router.Find("/hello")->Start(Get("/hello"));
-  ASSERT_TRUE(e->Resume(response).done());
+  ASSERT_TRUE(e->Resume(gearbox::Wake{}, response).done());
   EXPECT_EQ(response.body, "hello world\n");
 }
 
@@ -218,10 +218,10 @@ TEST(WaitHandlerTest, WaitsThenCompletes) {
   Router router(Routes(), Info());
   std::unique_ptr<Exchange> e = router.Find("/wait")->Start(Get("/wait?ms=20"));
   Response response;
-  Step first = e->Resume(response);
+  Step first = e->Resume(gearbox::Wake{}, response);
   ASSERT_FALSE(first.done());
-  EXPECT_EQ(*first.wait, milliseconds(20));
-  Step second = e->Resume(response);
+  EXPECT_EQ(first.timeout, milliseconds(20));
+  Step second = e->Resume(gearbox::Wake{}, response);
   EXPECT_TRUE(second.done());
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.body, "waited 20 ms\n");
@@ -263,10 +263,10 @@ TEST(WaitHandlerTest, ExchangeOutlivesRequest) {
     target.assign(target.size(), 'X');
   }
   Response response;
-  Step step = e->Resume(response);
+  Step step = e->Resume(gearbox::Wake{}, response);
   ASSERT_FALSE(step.done());
-  EXPECT_EQ(*step.wait, milliseconds(7));
-  EXPECT_TRUE(e->Resume(response).done());
+  EXPECT_EQ(step.timeout, milliseconds(7));
+  EXPECT_TRUE(e->Resume(gearbox::Wake{}, response).done());
   EXPECT_EQ(response.body, "waited 7 ms\n");
 }
 
@@ -275,7 +275,7 @@ TEST(WaitHandlerTest, DestroyedWhileWaiting) {
   Router router(Routes(), Info());
   std::unique_ptr<Exchange> e = router.Find("/wait")->Start(Get("/wait"));
   Response response;
-  EXPECT_FALSE(e->Resume(response).done());
+  EXPECT_FALSE(e->Resume(gearbox::Wake{}, response).done());
   e.reset();
 }
 
@@ -285,7 +285,7 @@ std::string TimedBurn(const Router& router, std::string_view target,
   std::unique_ptr<Exchange> e = router.Find("/burn")->Start(Get(target));
   Response response;
   Clock::time_point start = Clock::now();
-  Step step = e->Resume(response);
+  Step step = e->Resume(gearbox::Wake{}, response);
   *took = std::chrono::duration_cast<microseconds>(Clock::now() - start);
   EXPECT_TRUE(step.done());
   return response.body;
@@ -338,7 +338,7 @@ TEST(EchoHandlerTest, ReturnsBodyAndContentType) {
   buffer.assign(buffer.size(), '?');
   content_type.assign(content_type.size(), '?');
   Response response;
-  ASSERT_TRUE(e->Resume(response).done());
+  ASSERT_TRUE(e->Resume(gearbox::Wake{}, response).done());
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.body, expected);
   EXPECT_EQ(response.content_type, "application/x-test; charset=utf-8");
