@@ -134,6 +134,7 @@ class GuardLoop {
         // Every child has stopped parking (the generation is draining).
         event_del(park_event_);
         parking_over_ = true;
+        CloseIdle();  // kept-alive connections: closed, as a drain does
         MaybeFinish();
         return;
       }
@@ -175,7 +176,9 @@ class GuardLoop {
       Settle(c);
       return;
     }
-    Bump(stats().parked);
+    // `parked` counts slow heads; kept-alive connections held between
+    // requests are the guard's open connections, not parked heads.
+    if (c.conn.phase() != Phase::kIdle) Bump(stats().parked);
     UpdateGauge();
     // Parse what the child had (a head can complete between its last read
     // and the hand-over), then read whatever else is there.
@@ -309,6 +312,15 @@ class GuardLoop {
     conns_.erase(c.self);
     UpdateGauge();
     MaybeFinish();
+  }
+
+  void CloseIdle() {
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      Guarded& c = *it++;
+      if (c.conn.phase() != Phase::kIdle || c.conn.has_input()) continue;
+      c.conn.Abort(CloseReason::kDrain);
+      Close(c);
+    }
   }
 
   void CloseAll() {

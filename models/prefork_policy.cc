@@ -49,6 +49,9 @@ bool PreforkPolicy::FreeSibling() const {
 }
 
 bool PreforkPolicy::CloseAfterResponse() {
+  // With a guard to hold it, the connection is not given up but parked once
+  // idle (see WaitIdle): nothing to announce.
+  if (Parking()) return false;
   return !o_.waiting_fds.empty() && ListenerPending() && !FreeSibling();
 }
 
@@ -96,9 +99,14 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
   fds[n++] = {c.fd, POLLIN, 0};
   for (size_t i = 0; i < o_.waiting_fds.size() && n < 9; ++i)
     fds[n++] = {o_.waiting_fds[i], POLLIN, 0};
+  // A parked connection stays open (the guard reads whatever the peer sends
+  // next), so parking needs no grace; closing one does.
+  const bool parking = Parking();
   const Clock::time_point handoff_after =
-      Clock::now() + kHandoffGrace +
-      std::chrono::milliseconds(5 * std::min<size_t>(o_.self_slot, 16));
+      parking ? Clock::now()
+              : Clock::now() + kHandoffGrace +
+                    std::chrono::milliseconds(
+                        5 * std::min<size_t>(o_.self_slot, 16));
   for (;;) {
     int r = poll(fds, n, MillisUntil(deadline));
     if (r == 0) return ReadWait::kTimedOut;
@@ -113,7 +121,10 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
       if (poll(&self, 1, std::min(5, MillisUntil(deadline))) > 0)
         return ReadWait::kReadable;
     } else if (ListenerPending()) {
-      return ReadWait::kGiveUp;  // a new client is queued
+      // A new client is queued: hand this kept-alive connection to the guard,
+      // which holds it until its next request (Apache's event MPM idea, in
+      // processes), or without a guard close it.
+      return parking ? ReadWait::kPark : ReadWait::kGiveUp;
     }
     if (Clock::now() >= deadline) return ReadWait::kTimedOut;
   }

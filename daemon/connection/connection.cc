@@ -50,7 +50,11 @@ void Connection::Adopt(const ConnectionProgress& progress,
   fresh_ = progress.fresh;
   ready_us_ = progress.ready_us;
   replayed_out_ = progress.replayed_out;
-  phase_ = fresh_ && bytes.empty() ? Phase::kFresh : Phase::kHead;
+  // No bytes: a fresh connection still owed its first request, or a kept-
+  // alive one between requests (the prefork guard holds those too).
+  phase_ = !bytes.empty() ? Phase::kHead
+           : fresh_       ? Phase::kFresh
+                          : Phase::kIdle;
   head_started_ = progress.deadline - env_->limits->header_timeout;
   SetDeadline(progress.deadline);
 }
