@@ -11,6 +11,8 @@ import socket
 import subprocess
 import time
 
+from bench_toml import merge_toml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SNIPPETS = os.path.join(ROOT, "packaging", "nginx")
@@ -152,13 +154,19 @@ def stop_all():
 
 
 class Gearbox:
-    def __init__(self, binary, cfg, work, logdir, confdir):
+    """One gearboxd: `cfg` is a CONFIGS row; `tag` names its files (A/B sides);
+    `extra` is TOML merged into the generated config (merge_toml); `sock_name` its
+    unix socket in `work` (two running at once need two)."""
+
+    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None, sock_name="http.sock"):
         self.label, self.model, self.section, self.key, self.size, _ = cfg
         self.binary = binary
         self.port = free_port()
-        self.sock = os.path.join(work, "http.sock")
-        self.conf = os.path.join(confdir, f"gearbox-{self.label}.toml")
-        self.logfile = os.path.join(logdir, f"gearboxd-{self.label}.log")
+        self.sock = os.path.join(work, sock_name)
+        name = f"{tag}-{self.label}" if tag else self.label
+        self.conf = os.path.join(confdir, f"gearbox-{name}.toml")
+        self.logfile = os.path.join(logdir, f"gearboxd-{name}.log")
+        self.extra = extra
         self.proc = None
 
     def write_config(self):
@@ -187,6 +195,8 @@ unix_mode = 0o666
 [limits]
 max_connections = 30000
 """
+        if self.extra:
+            text = merge_toml(text, self.extra)
         with open(self.conf, "w") as f:
             f.write(text)
         r = sh([self.binary, "-t", "-c", self.conf])
@@ -254,10 +264,18 @@ def http_get_ok(host, port, path, timeout=1.0):
 
 
 class Nginx:
-    """nginx, 1 worker, temp prefix: the shipped gearbox snippets in front of the
-    gearboxd socket (port `proxy`), and `return 200` by itself (port `ref`)."""
+    """nginx, 1 worker, temp prefix: the shipped gearbox snippets in front of
+    gearboxd (port `proxy`), and `return 200` by itself (port `ref`). `transport`
+    is how nginx reaches gearboxd: "unix" (the shipped socket, path rewritten) or
+    "tcp" (the shipped upstream with its server line set to 127.0.0.1:PORT, as a
+    multi-host setup runs; keepalive 32 and the rest unchanged)."""
 
-    def __init__(self, work, confdir, logdir, tag):
+    def __init__(self, work, confdir, logdir, tag, transport="unix"):
+        if transport not in ("unix", "tcp"):
+            raise ValueError(f"nginx transport {transport!r}: want unix or tcp")
+        self.transport = transport
+        if transport == "tcp":
+            tag = f"{tag}-tcp"
         self.prefix = os.path.join(work, f"nginx-{tag}")
         self.tag = tag
         self.proxy = free_port()
@@ -268,7 +286,14 @@ class Nginx:
         self.proc = None
         self.snippets = "shipped"
 
-    def write_config(self, sock):
+    def upstream_for(self, gb):
+        """The address nginx's upstream gives for gearboxd `gb` (None: the reference
+        server alone, the upstream points at a socket nobody listens on)."""
+        if gb is None:
+            return f"unix:{os.path.dirname(self.prefix)}/http.sock"
+        return f"127.0.0.1:{gb.port}" if self.transport == "tcp" else f"unix:{gb.sock}"
+
+    def write_config(self, sock, server):
         for d in ("conf", "logs", "tmp"):
             os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
         upstream_file = os.path.join(SNIPPETS, "gearbox-upstream.conf")
@@ -276,11 +301,16 @@ class Nginx:
         sockdir = os.path.dirname(sock)
         if os.path.exists(upstream_file) and os.path.exists(http_file):
             with open(upstream_file) as f:
-                up = f.read().replace("unix:/run/gearbox/", f"unix:{sockdir}/")
+                up = f.read()
+            shipped = "server unix:/run/gearbox/http.sock"
+            if shipped not in up:
+                raise RuntimeError(f"{upstream_file} has no `{shipped}` line to point at gearboxd")
+            up = up.replace(shipped, f"server {server}")
+            up = up.replace("unix:/run/gearbox/", f"unix:{sockdir}/")  # the FastCGI upstream
             location = f"include {http_file};"
         else:  # an equivalent inline config, until packaging/nginx ships one
             self.snippets = "inline (packaging/nginx/ snippets missing)"
-            up = (f"upstream gearbox_http {{\n  server unix:{sock} max_fails=0;\n"
+            up = (f"upstream gearbox_http {{\n  server {server} max_fails=0;\n"
                   "  keepalive 32;\n  keepalive_timeout 60s;\n  keepalive_requests 1000;\n}\n")
             location = ("proxy_pass http://gearbox_http;\n    proxy_http_version 1.1;\n"
                         "    proxy_set_header Connection \"\";\n    proxy_set_header Host $host;\n"
@@ -323,12 +353,17 @@ http {{
         with open(self.conf, "w") as f:
             f.write(text)
         shutil.copy(self.conf, os.path.join(self.confdir, f"nginx-{self.tag}.conf"))
+        shutil.copy(os.path.join(p, "conf", "gearbox-upstream.conf"),
+                    os.path.join(self.confdir, f"nginx-{self.tag}-upstream.conf"))
         r = sh(["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-t"])
         if r.returncode != 0:
             raise RuntimeError(f"nginx -t failed: {r.stderr}")
 
-    def start(self, sock):
-        self.write_config(sock)
+    def start(self, gb=None):
+        """Starts nginx in front of gearboxd `gb` (a Gearbox), over self.transport."""
+        self.upstream = self.upstream_for(gb)
+        sock = gb.sock if gb else self.upstream[len("unix:"):]
+        self.write_config(sock, self.upstream)
         p = self.prefix
         self.proc = subprocess.Popen(
             ["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-g", "daemon off;"],
