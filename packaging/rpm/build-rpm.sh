@@ -142,6 +142,11 @@ if [[ "$(rpm --eval '%{_unitdir}')" == "%{_unitdir}" ]]; then
   echo "build-rpm.sh: rpm has no systemd macros (Debian): loading macros.systemd-el9" \
        "and macros.debian-host, --nodeps"
   args+=(--load "$here/macros.systemd-el9" --load "$here/macros.debian-host" --nodeps)
+  # macros.debian-host strips with these; without them gearboxd would ship unstripped.
+  for tool in file:file strip:binutils; do
+    command -v "${tool%%:*}" >/dev/null ||
+      { echo "build-rpm.sh: ${tool%%:*} not found: apt-get install ${tool#*:}" >&2; exit 1; }
+  done
 fi
 [[ -n "$prebuilt" ]] && args+=(--define "prebuilt_gearboxd $prebuilt")
 ((check)) || args+=(--without check)

@@ -445,9 +445,9 @@ def main():
         log(f"bench: rewrote {args.rerender}/results.md from results.json")
         return 0
 
-    for tool in ("nginx", "wrk", "httperf"):
+    for tool, package in (("nginx", "nginx-light"), ("wrk", "wrk"), ("httperf", "httperf")):
         if not shutil.which(tool):
-            sys.exit(f"bench: {tool} is not installed (.ci/setup installs it)")
+            sys.exit(f"bench: {tool} not found: apt-get install {package} (.ci/setup installs it)")
     pl = plan(args)
     if args.only:
         pl["configs"] = [c for c in args.only.split(",") if c]

@@ -23,6 +23,12 @@ if [[ -z "$FUZZ_CXX" || -z "$FUZZ_CC" ]]; then
   echo "build.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2
   exit 1
 fi
+# -fsanitize=fuzzer links this runtime; without it the link fails obscurely.
+fuzzer_rt=$("$FUZZ_CC" -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a
+if [[ ! -f "$fuzzer_rt" ]]; then
+  echo "build.sh: $fuzzer_rt not found (apt-get install libclang-rt-14-dev)" >&2
+  exit 1
+fi
 LLHTTP_SRC=${LLHTTP_SRC:-/usr/share/llhttp}
 LLHTTP_INC=${LLHTTP_INC:-/usr/share/include/llhttp}
 
@@ -109,10 +115,6 @@ build_http() {
 }
 
 build_fastcgi() {
-  if ! compgen -G 'daemon/fastcgi/*.cc' > /dev/null; then
-    echo "build.sh: daemon/fastcgi/ has no sources yet; skipping fastcgi_codec_fuzzer" >&2
-    return 0
-  fi
   link fastcgi_codec_fuzzer tests/fuzz/fastcgi_codec_fuzzer.cc \
     daemon/fastcgi/*.cc daemon/request.cc daemon/response.cc
 }

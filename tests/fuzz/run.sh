@@ -62,7 +62,8 @@ note() { summary+=("$(printf '%-8s %-11s %s' "$1" "$2" "$3")"); }
 for t in "${TARGETS[@]}"; do
   bin="$OUT/$(binary_of "$t")"
   if [[ ! -x "$bin" ]]; then
-    note "$t" "skipped" "not built (see build.sh output)"
+    failed=$((failed + 1))
+    note "$t" "build" "FAIL: build.sh made no $bin"
     continue
   fi
   mkdir -p "$OUT/logs" "$OUT/corpus/$t" "$OUT/artifacts/$t"

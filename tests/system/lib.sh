@@ -15,3 +15,14 @@ find_gearboxd() {
   [[ -x "$GEARBOXD" ]] || fail "no gearboxd at $GEARBOXD"
   export GEARBOXD
 }
+
+# need TOOL:PACKAGE...: fails unless every TOOL is on PATH, naming the Debian package
+# that ships it (.ci/setup installs them all). A missing tool is a failure, never a
+# reason to skip a check.
+need() {
+  local pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null ||
+      fail "${pair%%:*} not found: apt-get install ${pair#*:} (Debian bookworm; .ci/setup installs it)"
+  done
+}

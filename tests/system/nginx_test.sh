@@ -49,13 +49,11 @@ PROTOCOLS=${PROTOCOLS:-http fastcgi}
 say() { echo "nginx_test: $*"; }
 fail() { echo "nginx_test: FAIL: $*" >&2; exit 1; }
 
-for tool in nginx curl wrk python3; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
-
-# --- the binary ------------------------------------------------------------------
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
+need nginx:nginx-light curl:curl wrk:wrk python3:python3
+
+# --- the binary ------------------------------------------------------------------
 find_gearboxd
 say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
 

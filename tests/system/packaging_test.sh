@@ -17,7 +17,9 @@
 #      options `gearboxd --help` lists.
 #
 # Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
-# nginx_test.sh). Needs: systemd (systemd-analyze, systemd-sysusers), groff.
+# nginx_test.sh). Needs root (a private mount namespace for step 2), systemd
+# (systemd-analyze, systemd-sysusers), man-db (man: verify resolves the units'
+# Documentation=man:gearboxd(8)), groff-base, mount, mawk.
 set -euo pipefail
 
 if [[ -z "${_PACKAGING_TEST_BOUNDED:-}" ]]; then
@@ -30,16 +32,16 @@ pkg=$root/packaging
 say() { echo "packaging_test: $*"; }
 fail() { echo "packaging_test: FAIL: $*" >&2; exit 1; }
 
-for tool in systemd-analyze systemd-sysusers groff; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
+# shellcheck source=tests/system/lib.sh
+source "$root/tests/system/lib.sh"
+need systemd-analyze:systemd systemd-sysusers:systemd man:man-db groff:groff-base \
+  mount:mount awk:mawk
+[[ $(id -u) -eq 0 ]] || fail "run as root: step 2 bind-mounts /usr/sbin in a private mount namespace"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-pkgtest.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 124' TERM INT
 
-# shellcheck source=tests/system/lib.sh
-source "$root/tests/system/lib.sh"
 find_gearboxd
 
 conf=$pkg/config/gearbox.toml
@@ -55,17 +57,14 @@ mkdir -p "$work/sbin" "$work/man/man8"
 cp "$GEARBOXD" "$work/sbin/gearboxd"
 cp "$pkg/man/gearboxd.8" "$work/man/man8/"
 units=("$service" "$pkg/systemd/gearbox.socket" "$pkg/systemd/gearbox-fastcgi.socket")
-if unshare -m --propagation private true 2>/dev/null; then
-  # verify checks that ExecStart= binaries exist and that man: documentation resolves.
-  # shellcheck disable=SC2016  # expanded by the inner sh
-  out=$(unshare -m --propagation private sh -c \
-    'mount --bind "$0" /usr/sbin && m=$1 && shift && MANPATH=$m exec systemd-analyze verify "$@"' \
-    "$work/sbin" "$work/man" "${units[@]}" 2>&1) || { echo "$out" >&2; fail "systemd-analyze verify"; }
-else
-  say "(no unshare: verifying with --man=no; /usr/sbin/gearboxd may be reported missing)"
-  out=$(systemd-analyze verify --man=no "${units[@]}" 2>&1) || true
-  out=$(grep -v '/usr/sbin/gearboxd' <<<"$out" || true)
-fi
+# verify checks that ExecStart= binaries exist and that man: documentation resolves
+# (it runs `man gearboxd.8`), as on an EL host with the package installed.
+unshare -m --propagation private true ||
+  fail "unshare -m failed: step 2 needs a private mount namespace (root, CAP_SYS_ADMIN)"
+# shellcheck disable=SC2016  # expanded by the inner sh
+out=$(unshare -m --propagation private sh -c \
+  'mount --bind "$0" /usr/sbin && m=$1 && shift && MANPATH=$m exec systemd-analyze verify "$@"' \
+  "$work/sbin" "$work/man" "${units[@]}" 2>&1) || { echo "$out" >&2; fail "systemd-analyze verify"; }
 [[ -z "$out" ]] || { echo "$out" >&2; fail "systemd-analyze verify is not clean"; }
 
 # --- 3 -------------------------------------------------------------------------------

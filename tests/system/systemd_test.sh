@@ -20,7 +20,8 @@
 #
 # Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
 # nginx_test.sh), SYSTEMD_TEST_TIMEOUT=S (default 300). Needs root, systemd-container
-# (systemd-nspawn), overlayfs, and in the host root: nginx, curl, wrk, rpm.
+# (systemd-nspawn), overlayfs, and in the host root (the container's image): systemd,
+# nginx, curl, wrk, rpm, python3, man (systemd-analyze verify inside), usermod, ps.
 set -euo pipefail
 
 if [[ -z "${_SYSTEMD_TEST_BOUNDED:-}" ]]; then
@@ -33,9 +34,13 @@ say() { echo "systemd_test: $*"; }
 fail() { echo "systemd_test: FAIL: $*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || fail "run as root (systemd-nspawn, overlay mounts)"
-for tool in systemd-nspawn unshare rpm nginx curl wrk; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
+# shellcheck source=tests/system/lib.sh
+source "$root/tests/system/lib.sh"
+# The container boots this machine's root: what the driver calls must be here.
+need systemd-nspawn:systemd-container systemctl:systemd journalctl:systemd \
+  systemd-analyze:systemd rpm:rpm rpmbuild:rpm nginx:nginx-light curl:curl wrk:wrk \
+  python3:python3 man:man-db usermod:passwd ps:procps mount:mount
+[[ -x /lib/systemd/systemd ]] || fail "no /lib/systemd/systemd to boot: apt-get install systemd"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-systemd.XXXXXX")
 cleanup() {
@@ -46,8 +51,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 124' TERM INT
 
-# shellcheck source=tests/system/lib.sh
-source "$root/tests/system/lib.sh"
 find_gearboxd
 
 say "building the RPM (prebuilt $GEARBOXD)"

@@ -27,7 +27,8 @@ fail() {
 set -E
 trap 'fail "line $LINENO: a command failed"' ERR
 
-command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not installed (Debian libfcgi-bin)"
+command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not found: apt-get install libfcgi-bin"
+command -v python3 >/dev/null || fail "python3 not found: apt-get install python3"
 [[ -x "$GEARBOXD" ]] || fail "gearboxd not found in the runfiles"
 
 # sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
