@@ -35,7 +35,7 @@ say() { echo "rpm_test: $*"; }
 fail() { echo "rpm_test: FAIL: $*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || fail "run as root: rpm sets file ownership in the scratch roots"
-for tool in rpm rpmbuild rpmlint git; do
+for tool in rpm rpmbuild rpmlint git promtool; do
   command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
 done
 
@@ -204,7 +204,11 @@ drwxr-xr-x root:root - /usr/share/gearbox/nginx
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-fastcgi.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-http.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-multihost.conf
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-status.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-upstream.conf
+drwxr-xr-x root:root - /usr/share/gearbox/prometheus
+-rw-r--r-- root:root - /usr/share/gearbox/prometheus/gearbox-rules.yml
+-rw-r--r-- root:root - /usr/share/gearbox/prometheus/gearbox.yml
 drwxr-xr-x root:root - /usr/share/licenses/gearbox
 -rw-r--r-- root:root l /usr/share/licenses/gearbox/COPYING
 -rw-r--r-- root:root d /usr/share/man/man8/gearboxd.8.gz"
@@ -223,12 +227,18 @@ for pair in packaging/config/gearbox.toml:etc/gearbox/gearbox.toml \
             packaging/systemd/gearbox.socket:usr/lib/systemd/system/gearbox.socket \
             packaging/systemd/gearbox-fastcgi.socket:usr/lib/systemd/system/gearbox-fastcgi.socket \
             packaging/systemd/gearbox.sysusers:usr/lib/sysusers.d/gearbox.conf \
-            packaging/nginx/gearbox-upstream.conf:usr/share/gearbox/nginx/gearbox-upstream.conf; do
+            packaging/nginx/gearbox-upstream.conf:usr/share/gearbox/nginx/gearbox-upstream.conf \
+            packaging/nginx/gearbox-status.conf:usr/share/gearbox/nginx/gearbox-status.conf \
+            packaging/prometheus/gearbox.yml:usr/share/gearbox/prometheus/gearbox.yml \
+            packaging/prometheus/gearbox-rules.yml:usr/share/gearbox/prometheus/gearbox-rules.yml; do
   cmp -s "$root/${pair%%:*}" "$extract/${pair#*:}" || fail "/${pair#*:} differs from ${pair%%:*}"
 done
 "$extract/usr/sbin/gearboxd" -v >/dev/null || fail "the packaged gearboxd does not run"
 "$extract/usr/sbin/gearboxd" -t -c "$extract/etc/gearbox/gearbox.toml" ||
   fail "the packaged gearbox.toml does not pass gearboxd -t"
+# As installed: gearbox.yml finds gearbox-rules.yml next to it.
+promtool check config "$extract/usr/share/gearbox/prometheus/gearbox.yml" > /dev/null ||
+  fail "the packaged gearbox.yml does not pass promtool check config"
 zcat "$extract/usr/share/man/man8/gearboxd.8.gz" | head -3 | grep -q '^\.TH GEARBOXD 8' ||
   fail "gearboxd.8.gz is not the man page"
 
