@@ -11,11 +11,13 @@
 #include <list>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "config/loader.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/listeners.h"
 #include "daemon/logging.h"
+#include "daemon/metrics/lifetime_stats.h"
 #include "daemon/metrics/stats_reporter.h"
 #include "daemon/request_log.h"
 #include "daemon/router.h"
@@ -113,6 +115,9 @@ class Supervisor {
     info.generation = gen->number;
     info.started = started_;
     info.stats = gen->stats;
+    info.lifetime = lifetime_;
+    info.live = LiveRegions();
+    info.live.push_back(gen->stats);
     ctx.router = std::make_shared<Router>(config.routes, info);
     Status s = gen->model->Start(ctx);
     if (!s.ok()) {
@@ -120,9 +125,18 @@ class Supervisor {
       gen->model->Drain(Clock::now());
       return nullptr;
     }
+    gen->stats->SetWorkers(gen->model->TotalWorkers());
     LogInfo("generation_started", "gen={} model={} source={}", gen->number,
             config.server.model, LogQuote(config.source));
     return gen;
+  }
+
+  // The stats regions of the generations running now (draining, current).
+  std::vector<std::shared_ptr<StatsRegion>> LiveRegions() const {
+    std::vector<std::shared_ptr<StatsRegion>> live;
+    for (const Draining& d : draining_) live.push_back(d.generation->stats);
+    if (current_) live.push_back(current_->stats);
+    return live;
   }
 
   void Reload() {
@@ -194,12 +208,10 @@ class Supervisor {
     Draining d;
     d.done = std::make_shared<std::atomic<bool>>(false);
     Model* model = gen->model.get();
-    int number = gen->number;
     auto done = d.done;
     d.generation = std::move(gen);
-    d.thread = std::thread([model, deadline, done, number] {
+    d.thread = std::thread([model, deadline, done] {
       model->Drain(deadline);
-      LogInfo("generation_drained", "gen={}", number);
       done->store(true);
     });
     draining_.push_back(std::move(d));
@@ -210,6 +222,10 @@ class Supervisor {
       it->generation->model->Maintain();
       if (it->done->load()) {
         it->thread.join();
+        // Its workers are gone: its counts join the lifetime totals (logged
+        // after, so a reader of the log finds them there).
+        lifetime_->Retire(*it->generation->stats);
+        LogInfo("generation_drained", "gen={}", it->generation->number);
         it = draining_.erase(it);
       } else {
         ++it;
@@ -308,6 +324,9 @@ class Supervisor {
   std::string last_reload_error_;
   std::unique_ptr<StatsReporter> reporter_;
   const Clock::time_point started_ = Clock::now();
+  // Mapped before the first generation forks anything (prefork children
+  // inherit it).
+  const std::shared_ptr<LifetimeStats> lifetime_ = LifetimeStats::Create();
 };
 
 }  // namespace

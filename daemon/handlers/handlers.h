@@ -10,9 +10,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "daemon/handler.h"
+#include "daemon/metrics/lifetime_stats.h"
 #include "daemon/metrics/worker_stats.h"
 
 namespace gearbox {
@@ -24,6 +26,12 @@ struct ServerInfo {
   std::chrono::steady_clock::time_point started =
       std::chrono::steady_clock::now();
   std::shared_ptr<StatsRegion> stats;  // may be null in unit tests
+  // Process-lifetime counters (OpenMetrics): the retired generations' sums,
+  // plus `live`: the regions of the generations that were running when this
+  // one started (older ones draining, then `stats`). May be null in unit
+  // tests; then the OpenMetrics figures are this generation's.
+  std::shared_ptr<const LifetimeStats> lifetime;
+  std::vector<std::shared_ptr<StatsRegion>> live;
 };
 
 // What a handler's file defines: builds the handler for a route whose params

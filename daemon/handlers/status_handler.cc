@@ -45,7 +45,7 @@ class StatusHandler final : public Handler {
     const bool full = request.query.find("full") != std::string_view::npos;
     return Immediately([this, format, full](Response& response) {
       StatsRegion::Totals t;
-      if (info_.stats) t = info_.stats->Sum();
+      if (info_.stats && format != Format::kOpenMetrics) t = info_.stats->Sum();
       std::vector<Worker> workers;
       if (full && info_.stats) workers = Workers();
       if (format == Format::kText) {
@@ -54,7 +54,7 @@ class StatusHandler final : public Handler {
       } else if (format == Format::kOpenMetrics) {
         response.content_type =
             "application/openmetrics-text; version=1.0.0; charset=utf-8";
-        RenderOpenMetrics(t, response.body);
+        RenderOpenMetrics(Lifetime(), response.body);
       } else {
         response.content_type = "application/json";
         RenderJson(t, workers, response.body);
@@ -162,15 +162,28 @@ class StatusHandler final : public Handler {
     }
   }
 
+  // Counters since the process started, summed over its generations, so a
+  // reload neither resets nor repeats them; gauges of every generation still
+  // running (an old one draining after a reload included).
+  StatsRegion::Totals Lifetime() const {
+    if (info_.lifetime) return info_.lifetime->Sum(info_.live);
+    return info_.stats ? info_.stats->Sum() : StatsRegion::Totals{};
+  }
+
+  // The model and generation are labels of gearbox_info only: a label that
+  // changes on reload on every series would start new series at each reload
+  // and split every rate() in two.
   void RenderOpenMetrics(const StatsRegion::Totals& t, std::string& out) const {
-    const std::string labels = fmt::format("model=\"{}\"", info_.model);
-    out.clear();
+    out = fmt::format(
+        "# TYPE gearbox info\n# HELP gearbox The model and config generation "
+        "serving.\ngearbox_info{{model=\"{}\",generation=\"{}\"}} 1\n",
+        info_.model, info_.generation);
     auto metric = [&](std::string_view name, std::string_view type,
                       std::string_view help, auto value) {
       out += fmt::format("# TYPE gearbox_{} {}\n# HELP gearbox_{} {}\n", name,
                          type, name, help);
-      out += fmt::format("gearbox_{}{}{{{}}} {}\n", name,
-                         type == "counter" ? "_total" : "", labels, value);
+      out += fmt::format("gearbox_{}{} {}\n", name,
+                         type == "counter" ? "_total" : "", value);
     };
     metric("requests", "counter", "Requests answered.", t.requests);
     metric("rejected", "counter", "Requests refused with 503 (queue or cap).",
@@ -184,6 +197,8 @@ class StatusHandler final : public Handler {
            "Slow request heads the prefork head guard took over.", t.parked);
     metric("inflight", "gauge", "Requests in progress.", t.inflight);
     metric("busy_workers", "gauge", "Workers serving a request.", t.busy);
+    metric("workers", "gauge", "Workers (threads, children or loops).",
+           t.workers);
     metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",
            t.queue_depth);
     metric("generation", "gauge", "Config generation.", info_.generation);
@@ -191,11 +206,17 @@ class StatusHandler final : public Handler {
         "# TYPE gearbox_responses counter\n# HELP gearbox_responses Responses "
         "by status class.\n";
     for (int c = 1; c <= 5; ++c) {
-      out += fmt::format("gearbox_responses_total{{{},class=\"{}xx\"}} {}\n",
-                         labels, c, t.status_class[c]);
+      out += fmt::format("gearbox_responses_total{{class=\"{}xx\"}} {}\n", c,
+                         t.status_class[c]);
     }
-    // The histogram, with the log-linear buckets folded into a few fixed
-    // bounds.
+    RenderHistogram(t.service, out);
+    out += "# EOF\n";
+  }
+
+  // The log-linear buckets folded into a few fixed bounds. A log-linear bucket
+  // counts under the first bound at or above its upper end, so a bound's count
+  // never includes a value above it.
+  static void RenderHistogram(const HistogramSnapshot& h, std::string& out) {
     out +=
         "# TYPE gearbox_request_duration_seconds histogram\n"
         "# HELP gearbox_request_duration_seconds Handler start to response.\n";
@@ -207,17 +228,16 @@ class StatusHandler final : public Handler {
     for (uint64_t bound : kBoundsUs) {
       while (bucket < kHistogramBuckets &&
              HistogramBucketUpper(bucket) <= bound)
-        cumulative += t.service.buckets[bucket++];
+        cumulative += h.buckets[bucket++];
       out += fmt::format(
-          "gearbox_request_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
-          labels, static_cast<double>(bound) / 1e6, cumulative);
+          "gearbox_request_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+          static_cast<double>(bound) / 1e6, cumulative);
     }
     out += fmt::format(
-        "gearbox_request_duration_seconds_bucket{{{},le=\"+Inf\"}} {}\n",
-        labels, t.service.Count());
-    out += fmt::format("gearbox_request_duration_seconds_count{{{}}} {}\n",
-                       labels, t.service.Count());
-    out += "# EOF\n";
+        "gearbox_request_duration_seconds_bucket{{le=\"+Inf\"}} {}\n"
+        "gearbox_request_duration_seconds_count {}\n"
+        "gearbox_request_duration_seconds_sum {}\n",
+        h.Count(), h.Count(), static_cast<double>(h.sum_us) / 1e6);
   }
 
   const ServerInfo info_;

@@ -36,9 +36,11 @@ constexpr uint64_t HistogramBucketUpper(int idx) {
 
 struct HistogramSnapshot {
   uint64_t buckets[kHistogramBuckets] = {};
+  uint64_t sum_us = 0;  // of the recorded values (OpenMetrics _sum)
 
   void Add(const HistogramSnapshot& other) {
     for (int i = 0; i < kHistogramBuckets; ++i) buckets[i] += other.buckets[i];
+    sum_us += other.sum_us;
   }
   // this - earlier (per-interval figures from two cumulative snapshots).
   HistogramSnapshot Since(const HistogramSnapshot& earlier) const {
@@ -47,6 +49,7 @@ struct HistogramSnapshot {
       d.buckets[i] = buckets[i] >= earlier.buckets[i]
                          ? buckets[i] - earlier.buckets[i]
                          : 0;
+    d.sum_us = sum_us >= earlier.sum_us ? sum_us - earlier.sum_us : 0;
     return d;
   }
   uint64_t Count() const {
@@ -80,14 +83,26 @@ class LatencyHistogram {
   void Record(uint64_t us) {
     auto& b = buckets_[HistogramBucket(us)];
     b.store(b.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    sum_us_.store(sum_us_.load(std::memory_order_relaxed) + us,
+                  std::memory_order_relaxed);
   }
   void AddTo(HistogramSnapshot& out) const {
     for (int i = 0; i < kHistogramBuckets; ++i)
       out.buckets[i] += buckets_[i].load(std::memory_order_relaxed);
+    out.sum_us += sum_us_.load(std::memory_order_relaxed);
+  }
+  // Adds a snapshot's counts (single writer, like Record): how a drained
+  // generation's latencies join the process-lifetime histogram.
+  void Add(const HistogramSnapshot& in) {
+    constexpr auto r = std::memory_order_relaxed;
+    for (int i = 0; i < kHistogramBuckets; ++i)
+      buckets_[i].store(buckets_[i].load(r) + in.buckets[i], r);
+    sum_us_.store(sum_us_.load(r) + in.sum_us, r);
   }
 
  private:
   std::atomic<uint64_t> buckets_[kHistogramBuckets] = {};
+  std::atomic<uint64_t> sum_us_{0};
 };
 
 }  // namespace gearbox

@@ -12,7 +12,7 @@
 namespace gearbox {
 
 std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
-  size_t bytes = slots * sizeof(WorkerStats);
+  size_t bytes = sizeof(Header) + slots * sizeof(WorkerStats);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -20,37 +20,59 @@ std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
             strerror(errno));
     abort();
   }
-  auto* base = static_cast<WorkerStats*>(mem);
+  auto* header = new (mem) Header();
+  auto* base = reinterpret_cast<WorkerStats*>(header + 1);
   for (size_t i = 0; i < slots; ++i) new (&base[i]) WorkerStats();
-  return std::shared_ptr<StatsRegion>(new StatsRegion(base, slots));
+  return std::shared_ptr<StatsRegion>(new StatsRegion(header, slots));
 }
 
-StatsRegion::~StatsRegion() { munmap(base_, slots_ * sizeof(WorkerStats)); }
+StatsRegion::~StatsRegion() { munmap(header_, MappedBytes()); }
 
 StatsRegion::Totals StatsRegion::Sum() const {
   Totals t;
-  constexpr auto r = std::memory_order_relaxed;
-  for (size_t i = 0; i < slots_; ++i) {
-    const WorkerStats& s = base_[i];
-    t.requests += s.requests.load(r);
-    t.bytes_in += s.bytes_in.load(r);
-    t.bytes_out += s.bytes_out.load(r);
-    t.accepted += s.accepted.load(r);
-    for (int c = 0; c < 6; ++c) t.status_class[c] += s.status_class[c].load(r);
-    for (int c = 0; c < static_cast<int>(CloseReason::kCount); ++c)
-      t.closed[c] += s.closed[c].load(r);
-    t.rejected += s.rejected.load(r);
-    t.bad_input += s.bad_input.load(r);
-    t.parked += s.parked.load(r);
-    t.inflight += s.inflight.load(r);
-    t.open_conns += s.open_conns.load(r);
-    t.busy += s.busy.load(r);
-    t.queue_depth += s.queue_depth.load(r);
-    t.queue_high += s.queue_high.load(r);
-    s.service.AddTo(t.service);
-    s.queue_wait.AddTo(t.queue_wait);
-  }
+  AddTo(t);
   return t;
+}
+
+void StatsRegion::AddTo(Totals& t) const {
+  t.workers += header_->workers.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < slots_; ++i) base_[i].AddTo(t);
+}
+
+void WorkerStats::AddTo(StatsTotals& t) const {
+  constexpr auto r = std::memory_order_relaxed;
+  t.requests += requests.load(r);
+  t.bytes_in += bytes_in.load(r);
+  t.bytes_out += bytes_out.load(r);
+  t.accepted += accepted.load(r);
+  for (int c = 0; c < 6; ++c) t.status_class[c] += status_class[c].load(r);
+  for (int c = 0; c < static_cast<int>(CloseReason::kCount); ++c)
+    t.closed[c] += closed[c].load(r);
+  t.rejected += rejected.load(r);
+  t.bad_input += bad_input.load(r);
+  t.parked += parked.load(r);
+  t.inflight += inflight.load(r);
+  t.open_conns += open_conns.load(r);
+  t.busy += busy.load(r);
+  t.queue_depth += queue_depth.load(r);
+  t.queue_high += queue_high.load(r);
+  service.AddTo(t.service);
+  queue_wait.AddTo(t.queue_wait);
+}
+
+void WorkerStats::AddCounters(const StatsTotals& t) {
+  Bump(requests, t.requests);
+  Bump(bytes_in, t.bytes_in);
+  Bump(bytes_out, t.bytes_out);
+  Bump(accepted, t.accepted);
+  for (int c = 0; c < 6; ++c) Bump(status_class[c], t.status_class[c]);
+  for (int c = 0; c < static_cast<int>(CloseReason::kCount); ++c)
+    Bump(closed[c], t.closed[c]);
+  Bump(rejected, t.rejected);
+  Bump(bad_input, t.bad_input);
+  Bump(parked, t.parked);
+  service.Add(t.service);
+  queue_wait.Add(t.queue_wait);
 }
 
 uint64_t StatsRegion::TakeQueueHigh() {

@@ -37,6 +37,29 @@ enum class CloseReason : int {
   kCount,
 };
 
+// Figures summed over slots (StatsRegion::Sum) and regions (LifetimeStats).
+struct StatsTotals {
+  uint64_t requests = 0, bytes_in = 0, bytes_out = 0, accepted = 0;
+  uint64_t status_class[6] = {};
+  uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
+  uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
+           open_conns = 0, busy = 0;
+  uint64_t queue_depth = 0, queue_high = 0;
+  uint64_t workers = 0;  // of the regions summed (StatsRegion::SetWorkers)
+  HistogramSnapshot service;
+  HistogramSnapshot queue_wait;
+  uint64_t open() const {
+    uint64_t c = 0;
+    for (uint64_t x : closed) c += x;
+    return accepted >= c ? accepted - c : 0;
+  }
+  uint64_t timeouts() const {
+    return closed[static_cast<int>(CloseReason::kHeaderTimeout)] +
+           closed[static_cast<int>(CloseReason::kIdleTimeout)] +
+           closed[static_cast<int>(CloseReason::kSendTimeout)];
+  }
+};
+
 struct alignas(64) WorkerStats {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> status_class[6]{};  // index = status / 100 (1..5)
@@ -76,6 +99,11 @@ struct alignas(64) WorkerStats {
   }
   void SetCurrentPath(std::string_view path);
   std::string CurrentPath() const;
+  // This slot's figures added into `t`.
+  void AddTo(StatsTotals& t) const;
+  // Adds the counters of `t` (not its gauges) to this slot; single writer.
+  // A counter added to the slot belongs in both functions.
+  void AddCounters(const StatsTotals& t);
 };
 
 // A fixed array of slots in one anonymous shared mapping.
@@ -92,34 +120,42 @@ class StatsRegion {
   WorkerStats& Slot(size_t i) { return base_[i]; }
   const WorkerStats& Slot(size_t i) const { return base_[i]; }
 
-  struct Totals {
-    uint64_t requests = 0, bytes_in = 0, bytes_out = 0, accepted = 0;
-    uint64_t status_class[6] = {};
-    uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
-    uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
-             open_conns = 0, busy = 0;
-    uint64_t queue_depth = 0, queue_high = 0;
-    HistogramSnapshot service;
-    HistogramSnapshot queue_wait;
-    uint64_t open() const {
-      uint64_t c = 0;
-      for (uint64_t x : closed) c += x;
-      return accepted >= c ? accepted - c : 0;
-    }
-    uint64_t timeouts() const {
-      return closed[static_cast<int>(CloseReason::kHeaderTimeout)] +
-             closed[static_cast<int>(CloseReason::kIdleTimeout)] +
-             closed[static_cast<int>(CloseReason::kSendTimeout)];
-    }
-  };
+  using Totals = StatsTotals;
   // O(slots) scan; slots <= a few thousand, read once per interval or /status
   // hit.
   Totals Sum() const;
+  // Sum() added into `t` (several regions make one total).
+  void AddTo(Totals& t) const;
   // Returns the queue high-water mark since the previous call and restarts it.
   uint64_t TakeQueueHigh();
 
+  // Workers (threads, children, loops) of the generation counting here, set by
+  // the supervisor once the model has started; Sum() reports it. In the shared
+  // mapping, so a prefork child forked before it was set reads it too.
+  void SetWorkers(int n) {
+    header_->workers.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
+  // Set once the generation has drained and its counts have moved into the
+  // process-lifetime totals (LifetimeStats::Retire); those skip it from then.
+  bool retired() const {
+    return header_->retired.load(std::memory_order_relaxed) != 0;
+  }
+  void MarkRetired() { header_->retired.store(1, std::memory_order_relaxed); }
+
  private:
-  StatsRegion(WorkerStats* base, size_t slots) : base_(base), slots_(slots) {}
+  // Shared like the slots: the first cache line of the mapping.
+  struct alignas(64) Header {
+    std::atomic<uint64_t> workers{0};
+    std::atomic<uint64_t> retired{0};
+  };
+  StatsRegion(Header* header, size_t slots)
+      : header_(header),
+        base_(reinterpret_cast<WorkerStats*>(header + 1)),
+        slots_(slots) {}
+  size_t MappedBytes() const {
+    return sizeof(Header) + slots_ * sizeof(WorkerStats);
+  }
+  Header* header_;
   WorkerStats* base_;
   size_t slots_;
 };

@@ -11,8 +11,9 @@
 #      must pass without a single warning; the example gearbox-multihost.conf gets
 #      its own `nginx -t`;
 #   3. sends real traffic with curl through both servers: GET /hello,
-#      GET /sleep?ms=5, POST /echo (body comes back), GET /status (the right model),
-#      a 404; gearboxd's access log shows nginx's $request_id, not the client's; then 200 requests on one client connection and checks, from gearboxd's
+#      GET /sleep?ms=5, POST /echo (body comes back), GET /status (the right model)
+#      and, from source address 127.0.0.2, 403 for /status (gearbox-status.conf)
+#      but 200 for /hello, a 404; gearboxd's access log shows nginx's $request_id, not the client's; then 200 requests on one client connection and checks, from gearboxd's
 #      /status ("connections":{"accepted":N), that nginx reused its upstream
 #      connections (far fewer accepted than requests); then wrk, 8 concurrent clients
 #      for 2 seconds, GET /sleep?ms=1 and POST /echo: no errors, no non-2xx;
@@ -160,6 +161,9 @@ write_nginx_conf() {
       else
         echo "  server { listen 127.0.0.1:$port_fcgi;"
       fi
+      # /status as the snippets' header shows: loopback only (gearbox-status.conf).
+      echo "    location = /status { include $snippets/gearbox-status.conf;"
+      echo "                         include $snippets/gearbox-$proto.conf; }"
       echo "    location / { include $snippets/gearbox-$proto.conf; } }"
     done
     echo "}"
@@ -234,6 +238,16 @@ functional_checks() {  # LABEL PROTOCOL MODEL
   say "[$label] GET /status"
   body=$(curl -sS --max-time 5 -f "$base/status") || fail "[$label] GET /status"
   grep -q "\"model\":\"$3\"" <<<"$body" || fail "[$label] /status: $body"
+
+  # gearbox-status.conf allows loopback 127.0.0.1 and ::1 only: another
+  # address (127.0.0.2, also loopback) stands for a stranger.
+  say "[$label] GET /status from 127.0.0.2 -> 403, /hello from there -> 200"
+  for q in "" "?format=openmetrics" "?full"; do
+    code=$(curl -sS --max-time 5 --interface 127.0.0.2 -o /dev/null -w '%{http_code}' "$base/status$q")
+    [[ "$code" == 403 ]] || fail "[$label] /status$q from 127.0.0.2 answered $code, want 403"
+  done
+  code=$(curl -sS --max-time 5 --interface 127.0.0.2 -o /dev/null -w '%{http_code}' "$base/hello")
+  [[ "$code" == 200 ]] || fail "[$label] /hello from 127.0.0.2 answered $code"
 }
 
 # 200 requests on one client connection; gearboxd must accept far fewer connections

@@ -2,7 +2,9 @@
 # packaging_test.sh: static checks of packaging/ that need no nginx and no RPM: the
 # files are valid for the tools that read them, and they agree with each other.
 #
-#   1. gearboxd -t accepts packaging/config/gearbox.toml;
+#   1. gearboxd -t accepts packaging/config/gearbox.toml; it serves /hello and
+#      /status only, and its commented demo routes, uncommented as its comment
+#      says, pass gearboxd -t too;
 #   2. `systemd-analyze verify` is clean for gearbox.service, gearbox.socket and
 #      gearbox-fastcgi.socket (with the binary at /usr/sbin/gearboxd and the man page
 #      findable: both provided inside a private mount namespace, the host's /usr/sbin
@@ -14,12 +16,15 @@
 #      gearboxd's idle_timeout exceeds nginx's upstream keepalive_timeout; the
 #      service's command lines use the config path the spec installs;
 #   5. the man page renders without groff warnings and documents exactly the
-#      options `gearboxd --help` lists.
+#      options `gearboxd --help` lists;
+#   6. packaging/prometheus/: `promtool check config` and `promtool check rules`
+#      are clean, and `promtool test rules` evaluates the recording rules on
+#      synthetic series (tests/system/prometheus_rules_test.yml).
 #
 # Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
 # nginx_test.sh). Needs root (a private mount namespace for step 2), systemd
 # (systemd-analyze, systemd-sysusers), man-db (man: verify resolves the units'
-# Documentation=man:gearboxd(8)), groff-base, mount, mawk.
+# Documentation=man:gearboxd(8)), groff-base, mount, mawk, promtool (prometheus).
 set -euo pipefail
 
 if [[ -z "${_PACKAGING_TEST_BOUNDED:-}" ]]; then
@@ -35,7 +40,7 @@ fail() { echo "packaging_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
 need systemd-analyze:systemd systemd-sysusers:systemd man:man-db groff:groff-base \
-  mount:mount awk:mawk
+  mount:mount awk:mawk promtool:prometheus
 [[ $(id -u) -eq 0 ]] || fail "run as root: step 2 bind-mounts /usr/sbin in a private mount namespace"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-pkgtest.XXXXXX")
@@ -50,6 +55,15 @@ service=$pkg/systemd/gearbox.service
 # --- 1 -------------------------------------------------------------------------------
 say "gearboxd -t -c packaging/config/gearbox.toml"
 "$GEARBOXD" -t -c "$conf" || fail "the packaged config is invalid"
+routes=$("$GEARBOXD" -p -c "$conf" | sed -n 's/^path = "\(.*\)"$/\1/p' | tr '\n' ' ')
+say "  routes: $routes"
+[[ "$routes" == "/hello /status " ]] || fail "the packaged config serves $routes(want /hello /status only)"
+# The recipe in the file's comment: every demo route, uncommented.
+sed 's/^#\([^ #]\)/\1/' "$conf" > "$work/demo.toml"
+"$GEARBOXD" -t -c "$work/demo.toml" > /dev/null || fail "the commented demo routes do not parse once uncommented"
+routes=$("$GEARBOXD" -p -c "$work/demo.toml" | sed -n 's/^path = "\(.*\)"$/\1/p' | tr '\n' ' ')
+[[ "$routes" == "/hello /status /sleep /echo /burn " ]] || fail "uncommented, the demo routes are $routes"
+say "  uncommented as documented: $routes"
 
 # --- 2 -------------------------------------------------------------------------------
 say "systemd-analyze verify (gearbox.service, gearbox.socket, gearbox-fastcgi.socket)"
@@ -111,8 +125,9 @@ idle=$(seconds "$(sed -n 's/^idle_timeout = "\(.*\)"/\1/p' <<<"$effective")")
 while read -r ka; do
   ka=$(seconds "$ka")
   ((idle > ka)) || fail "idle_timeout ${idle}s must exceed nginx keepalive_timeout ${ka}s"
-done < <(sed -n 's/^ *keepalive_timeout \([0-9]*[smh]\);.*/\1/p' "$pkg/nginx/gearbox-upstream.conf")
-say "  idle_timeout ${idle}s > nginx upstream keepalive_timeout"
+done < <(sed -n 's/^ *keepalive_timeout \([0-9]*[smh]\);.*/\1/p' "$pkg/nginx/gearbox-upstream.conf" \
+           "$pkg/nginx/gearbox-multihost.conf")
+say "  idle_timeout ${idle}s > nginx upstream keepalive_timeout (gearbox-upstream.conf, gearbox-multihost.conf)"
 # shellcheck disable=SC2016  # $MAINPID is literal in the unit
 for line in 'ExecStartPre=/usr/sbin/gearboxd -t -c /etc/gearbox/gearbox.toml' \
             'ExecStart=/usr/sbin/gearboxd -c /etc/gearbox/gearbox.toml' \
@@ -137,4 +152,11 @@ if [[ "$help_opts" != "$man_opts" ]]; then
   fail "gearboxd.8 OPTIONS differ from gearboxd --help (< --help, > man page)"
 fi
 say "  options: ${help_opts//$'\n'/ }"
+
+# --- 6 -------------------------------------------------------------------------------
+say "promtool: packaging/prometheus/gearbox.yml, gearbox-rules.yml"
+promtool check config "$pkg/prometheus/gearbox.yml" || fail "promtool check config gearbox.yml"
+promtool check rules "$pkg/prometheus/gearbox-rules.yml" || fail "promtool check rules gearbox-rules.yml"
+(cd "$root/tests/system" && promtool test rules prometheus_rules_test.yml) ||
+  fail "promtool test rules: the recording rules compute something else"
 say "PASS"

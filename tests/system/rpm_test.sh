@@ -38,7 +38,7 @@ fail() { echo "rpm_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
 need rpm:rpm rpmbuild:rpm rpm2cpio:rpm2cpio rpmlint:rpmlint cpio:cpio git:git \
-  useradd:passwd mount:mount awk:mawk
+  useradd:passwd mount:mount awk:mawk promtool:prometheus
 
 # --- 4./5. life cycle ----------------------------------------------------------------
 # lifecycle ROOT LABEL RPMFLAGS...: install 1, edit the config, upgrade to 2 and 3,
@@ -203,7 +203,11 @@ drwxr-xr-x root:root - /usr/share/gearbox/nginx
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-fastcgi.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-http.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-multihost.conf
+-rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-status.conf
 -rw-r--r-- root:root - /usr/share/gearbox/nginx/gearbox-upstream.conf
+drwxr-xr-x root:root - /usr/share/gearbox/prometheus
+-rw-r--r-- root:root - /usr/share/gearbox/prometheus/gearbox-rules.yml
+-rw-r--r-- root:root - /usr/share/gearbox/prometheus/gearbox.yml
 drwxr-xr-x root:root - /usr/share/licenses/gearbox
 -rw-r--r-- root:root l /usr/share/licenses/gearbox/COPYING
 -rw-r--r-- root:root d /usr/share/man/man8/gearboxd.8.gz"
@@ -222,12 +226,18 @@ for pair in packaging/config/gearbox.toml:etc/gearbox/gearbox.toml \
             packaging/systemd/gearbox.socket:usr/lib/systemd/system/gearbox.socket \
             packaging/systemd/gearbox-fastcgi.socket:usr/lib/systemd/system/gearbox-fastcgi.socket \
             packaging/systemd/gearbox.sysusers:usr/lib/sysusers.d/gearbox.conf \
-            packaging/nginx/gearbox-upstream.conf:usr/share/gearbox/nginx/gearbox-upstream.conf; do
+            packaging/nginx/gearbox-upstream.conf:usr/share/gearbox/nginx/gearbox-upstream.conf \
+            packaging/nginx/gearbox-status.conf:usr/share/gearbox/nginx/gearbox-status.conf \
+            packaging/prometheus/gearbox.yml:usr/share/gearbox/prometheus/gearbox.yml \
+            packaging/prometheus/gearbox-rules.yml:usr/share/gearbox/prometheus/gearbox-rules.yml; do
   cmp -s "$root/${pair%%:*}" "$extract/${pair#*:}" || fail "/${pair#*:} differs from ${pair%%:*}"
 done
 "$extract/usr/sbin/gearboxd" -v >/dev/null || fail "the packaged gearboxd does not run"
 "$extract/usr/sbin/gearboxd" -t -c "$extract/etc/gearbox/gearbox.toml" ||
   fail "the packaged gearbox.toml does not pass gearboxd -t"
+# As installed: gearbox.yml finds gearbox-rules.yml next to it.
+promtool check config "$extract/usr/share/gearbox/prometheus/gearbox.yml" > /dev/null ||
+  fail "the packaged gearbox.yml does not pass promtool check config"
 zcat "$extract/usr/share/man/man8/gearboxd.8.gz" | head -3 | grep -q '^\.TH GEARBOXD 8' ||
   fail "gearboxd.8.gz is not the man page"
 

@@ -63,6 +63,23 @@ say "  both sockets passed by name; watchdog pinged at $(show gearbox.service Wa
 grep -q '^CapEff:[[:space:]]*0*$' "/proc/$pid/status" || fail "gearboxd has capabilities"
 grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$pid/status" || fail "NoNewPrivs is not set"
 
+# The packaged config is a production config: /hello and /status, no demo
+# routes. Enabling them is what its comment says (uncomment), then a reload.
+conf=/etc/gearbox/gearbox.toml
+say "the packaged config serves /hello and /status only"
+unix_code() { curl -sS --max-time 5 -o /dev/null -w '%{http_code}' --unix-socket /run/gearbox/http.sock "http://localhost$1"; }
+[[ $(unix_code /status) == 200 ]] || fail "/status is not served by the packaged config"
+for path in /sleep /echo /burn; do
+  [[ $(unix_code "$path") == 404 ]] || fail "the packaged config serves the demo route $path"
+done
+say "  /status 200; /sleep /echo /burn 404. Uncommenting the demo routes, systemctl reload"
+sed -i 's/^#\([^ #]\)/\1/' "$conf"
+systemctl reload gearbox || fail "systemctl reload with the demo routes"
+wait_for "[[ \$(unix_code /echo) == 200 ]]" 10 || fail "the uncommented demo routes are not served after reload"
+for path in /sleep /burn; do
+  [[ $(unix_code "$path") == 200 ]] || fail "$path not served after uncommenting the demo routes"
+done
+
 say "who may connect: nobody may not, a member of group gearbox may"
 if runuser -u nobody -- curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/hello \
      >/dev/null 2>&1; then
@@ -77,10 +94,18 @@ rm -f /etc/nginx/sites-enabled/*
 cat > /etc/nginx/sites-enabled/gearbox <<'EOF'
 server {
     listen 127.0.0.1:8080;
+    location = /status {
+        include /usr/share/gearbox/nginx/gearbox-status.conf;
+        include /usr/share/gearbox/nginx/gearbox-http.conf;
+    }
     location / { include /usr/share/gearbox/nginx/gearbox-http.conf; }
 }
 server {
     listen 127.0.0.1:8081;
+    location = /status {
+        include /usr/share/gearbox/nginx/gearbox-status.conf;
+        include /usr/share/gearbox/nginx/gearbox-fastcgi.conf;
+    }
     location / { include /usr/share/gearbox/nginx/gearbox-fastcgi.conf; }
 }
 EOF
@@ -95,9 +120,14 @@ for base in "$http" "$fcgi"; do
   [[ "$body" == "posted via nginx" ]] || fail "$base/echo said '$body'"
 done
 say "  GET /hello and POST /echo through proxy_pass and fastcgi_pass"
+for base in "$http" "$fcgi"; do
+  [[ $(status_model "$base") == threadpool ]] || fail "$base/status from 127.0.0.1"
+  code=$(curl -sS --max-time 5 --interface 127.0.0.2 -o /dev/null -w '%{http_code}' "$base/status")
+  [[ "$code" == 403 ]] || fail "$base/status from 127.0.0.2 answered $code, want 403"
+done
+say "  /status through nginx: from 127.0.0.1 served, from 127.0.0.2 403 (gearbox-status.conf)"
 
 # --- reload: every model, under the sandbox -------------------------------------
-conf=/etc/gearbox/gearbox.toml
 for model in prefork async threadpool; do
   say "model = \"$model\"; systemctl reload gearbox"
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"

@@ -7,10 +7,13 @@
 # a private network (loopback only); everything it writes is deleted afterwards.
 # Inside, tests/system/systemd_driver.sh installs the RPM (built here with
 # build-rpm.sh --prebuilt), enables the socket units and checks: socket ownership
-# and mode; activation on first connection; Type=notify (READY, STATUS=, WATCHDOG=);
+# and mode; activation on first connection; the packaged config serves /hello and
+# /status only, and its demo routes once uncommented (a reload); Type=notify
+# (READY, STATUS=, WATCHDOG=);
 # both sockets passed by name; gearboxd runs as gearbox without capabilities under
 # the sandbox; nobody cannot connect; nginx (www-data added to group gearbox) serves
-# through the shipped snippets over proxy_pass and fastcgi_pass; reload into each
+# through the shipped snippets over proxy_pass and fastcgi_pass, /status only
+# from loopback 127.0.0.1 (403 from 127.0.0.2); reload into each
 # model (same PID) under the sandbox; a broken config fails `systemctl reload` and
 # keeps the old one; `systemctl restart` under wrk load loses no request; stop is
 # clean and the next connection re-activates.

@@ -1,0 +1,527 @@
+#!/usr/bin/env bash
+# fleet_test.sh: more than one host. Three gearboxd "hosts" on loopback addresses
+# 127.0.0.2, 127.0.0.3 and 127.0.0.4 (never any other address) behind one real
+# nginx that uses the shipped packaging/nginx/gearbox-multihost.conf upstream
+# (its server lines replaced by the three hosts, with the shipped max_fails and
+# fail_timeout), gearbox-http.conf and gearbox-status.conf; and a real Prometheus
+# scraping every host's /status?format=openmetrics with the shipped
+# packaging/prometheus/gearbox.yml and gearbox-rules.yml.
+#
+# Load goes through nginx at a fixed rate (tests/system/fleet_load.py: open loop,
+# the client never retries, so every retry counted is nginx's). Phases:
+#   status    /status through nginx: 403 from 127.0.0.2, served from 127.0.0.1;
+#   steady    100 req/s for 20 s; through Prometheus's query API: targets up, the
+#             request rate matches what was sent, the 5xx ratio matches the
+#             share of /fail (500) sent, p99 from the histogram buckets lies
+#             between the /sleep time and the bucket above the client's p99, the
+#             busy ratio is in (0, 1]: raw PromQL and the shipped recording rules;
+#   rolling   each host reloaded (SIGHUP) into another model, one after the
+#             other, under GET+POST load: 0 failed; Prometheus saw no counter
+#             reset, one series per host, no gap and no dip or spike in the rate;
+#   kill      kill -9 of one host under GET load: 0 failed, nginx marks it down
+#             (error.log) and sends it nothing more; it is restarted;
+#   back      the restarted host gets traffic again, 0 failed;
+#   stop      SIGSTOP of one host for 6 s under GET+POST load: its kernel still
+#             accepts connections, so nginx waits proxy_read_timeout. GETs are
+#             retried on another host (0 failed, some delayed); POSTs are not
+#             (504, reported: a failed POST may still have run once the host
+#             continues);
+#   post      a POST in flight on a host that is killed: the client gets 502 and
+#             the POST ran nowhere else (the other hosts' slow-request counters
+#             from /status and their access logs; a control POST first shows the
+#             counter sees a POST that completes).
+# The figures (requests, failed, retried per phase) are printed at the end: they
+# are the ones in README.md "More than one host".
+#
+# Timeouts the test shortens (everything else as shipped): proxy_read_timeout
+# 60s -> 2s and proxy_connect_timeout 5s -> 1s in gearbox-http.conf (the stop
+# phase would otherwise wait 60 s per stuck request); Prometheus scrapes and
+# evaluates every 1 s instead of 15 s (scrape_timeout 1 s), and the recording
+# rules' 1m windows become 10s.
+#
+# Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as
+# in nginx_test.sh), FLEET_TEST_TIMEOUT=S bounds the run (default 480). Needs
+# nginx, prometheus (Debian prometheus: the server and promtool), curl, python3.
+# Run it under `flock /tmp/gearbox-heavy.lock` next to other heavy suites.
+set -euo pipefail
+
+if [[ -z "${_FLEET_TEST_BOUNDED:-}" ]]; then
+  export _FLEET_TEST_BOUNDED=1
+  exec timeout -k 10 "${FLEET_TEST_TIMEOUT:-480}" bash "$0" "$@"
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$root/tests/system
+snippets=$root/packaging/nginx
+say() { echo "fleet_test: $*"; }
+fail() { echo "fleet_test: FAIL: $*" >&2; exit 1; }
+
+for tool in nginx prometheus promtool curl python3 setsid; do
+  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
+done
+# shellcheck source=tests/system/lib.sh
+source "$here/lib.sh"
+find_gearboxd
+say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-fleet.XXXXXX")
+chmod 0755 "$work"
+pids=()      # nginx, prometheus, background loads
+hostpid=()   # per host: gearboxd's pid, which is also its process group
+alive() {
+  [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
+}
+# A host is its process group (prefork: master, children, head guard).
+stop_host_group() {
+  local pg=$1
+  kill -CONT -- "-$pg" 2>/dev/null || true
+  kill -TERM -- "-$pg" 2>/dev/null || true
+  for _ in $(seq 100); do alive "$pg" || break; sleep 0.1; done
+  kill -KILL -- "-$pg" 2>/dev/null || true
+}
+cleanup() {
+  local rc=$?
+  for pg in "${hostpid[@]}"; do [[ -n "$pg" ]] && stop_host_group "$pg"; done
+  for pid in "${pids[@]}"; do
+    if alive "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  if ((rc != 0)); then say "logs of the failed run are in $work"; else rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 124' TERM INT
+
+wait_for() {  # COMMAND-STRING SECONDS
+  local deadline=$((SECONDS + $2))
+  until eval "$1" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+free_port() {  # ADDRESS
+  python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$1"
+}
+now() { date +%s.%N; }
+json() {  # FILE EXPRESSION (Python, over d = the document)
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# --- the hosts ---------------------------------------------------------------------
+addr=(127.0.0.2 127.0.0.3 127.0.0.4)
+model=(threadpool async prefork)   # the rolling phase moves each to next_model
+next_model=(async prefork threadpool)
+port=()
+for i in 0 1 2; do port[i]=$(free_port "${addr[i]}"); done
+host() { echo "${addr[$1]}:${port[$1]}"; }
+
+write_host_conf() {  # INDEX MODEL
+  local d=$work/h$1
+  mkdir -p "$d"
+  cat > "$d/gearbox.toml" <<EOF
+# fleet_test.sh host $1 ($(host "$1")); the multi-host recipe: a TCP listener.
+[server]
+model = "$2"
+graceful_timeout = "10s"
+
+[[listen]]
+name = "http"
+protocol = "http"
+address = "$(host "$1")"
+
+[threadpool]
+threads = 16
+queue = 256
+
+[prefork]
+workers = 8
+
+[async]
+loops = 1
+
+[limits]
+# Above the upstream keepalive_timeout (60s, gearbox-multihost.conf): nginx, not
+# gearboxd, closes idle connections.
+idle_timeout = "75s"
+
+[log]
+access = true
+
+[[route]]
+path = "/hello"
+handler = "text"
+body = "hello world\n"
+
+[[route]]
+path = "/sleep"
+handler = "wait"
+ms = 1
+max_ms = 10000
+
+[[route]]
+path = "/echo"
+handler = "echo"
+
+# A handler error, for the 5xx ratio.
+[[route]]
+path = "/fail"
+handler = "text"
+status = 500
+body = "failed on purpose\n"
+
+[[route]]
+path = "/status"
+handler = "status"
+EOF
+  "$GEARBOXD" -t -c "$d/gearbox.toml" >/dev/null || fail "gearboxd -t rejected host $1's config"
+}
+
+start_host() {  # INDEX
+  local d=$work/h$1 pid
+  # setsid: the host gets a process group of its own, so that kill -9 and
+  # SIGSTOP reach all its processes at once, as when a machine dies or hangs.
+  setsid "$GEARBOXD" -c "$d/gearbox.toml" >> "$d/gearboxd.log" 2>&1 &
+  pid=$!
+  hostpid[$1]=$pid
+  wait_for "curl -sf --max-time 1 http://$(host "$1")/hello" 15 ||
+    { tail -20 "$d/gearboxd.log" >&2; fail "host $1 ($(host "$1")) did not start"; }
+  [[ $(ps -o pgid= -p "$pid" | tr -d ' ') == "$pid" ]] || fail "host $1 is not its own process group"
+}
+
+kill_host() {  # INDEX: kill -9 of the whole host, reaped
+  local pid=${hostpid[$1]}
+  kill -KILL -- "-$pid"
+  wait_for "! alive $pid" 5 || fail "host $1 survived kill -9"
+  wait "$pid" 2>/dev/null || true
+  hostpid[$1]=""
+}
+
+status_json() {  # INDEX KEY: a field of the host's /status, read directly
+  curl -sS --max-time 5 "http://$(host "$1")/status" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
+}
+om() {  # INDEX SAMPLE-PREFIX: a sample of the host's OpenMetrics exposition
+  curl -sS --max-time 5 "http://$(host "$1")/status?format=openmetrics" |
+    awk -v p="$2" 'index($0, p) == 1 { print $NF; exit }'
+}
+# Requests that took longer than 1 s on a host, counted by the host: _count
+# minus the le="1" bucket.
+slow_count() {
+  local all fast
+  all=$(om "$1" "gearbox_request_duration_seconds_count ")
+  fast=$(om "$1" 'gearbox_request_duration_seconds_bucket{le="1"}')
+  echo $((all - fast))
+}
+
+for i in 0 1 2; do
+  write_host_conf "$i" "${model[i]}"
+  start_host "$i"
+  say "host $i: $(host "$i") ${model[i]} (pid ${hostpid[i]})"
+done
+
+# --- nginx -------------------------------------------------------------------------
+ngx=$work/nginx
+mkdir -p "$ngx/conf" "$ngx/logs" "$ngx/tmp"
+nport=$(free_port 127.0.0.1)
+base=http://127.0.0.1:$nport
+# The shipped upstream with the test's server lines and the shipped parameters.
+params=$(sed -n 's/^ *server 192\.0\.2\.[0-9]*:[0-9]* \([^;]*\);.*/\1/p' "$snippets/gearbox-multihost.conf" |
+  grep -v backup | head -1)
+[[ -n "$params" ]] || fail "no server line in gearbox-multihost.conf"
+servers=""
+for i in 0 1 2; do servers+="    server $(host "$i") $params;"$'\n'; done
+awk -v servers="$servers" '/^ *server 192\.0\.2\./ { if (!done) printf "%s", servers; done = 1; next } { print }' \
+  "$snippets/gearbox-multihost.conf" > "$ngx/conf/upstream.conf"
+[[ $(grep -c '^ *server 127\.0\.0\.' "$ngx/conf/upstream.conf") == 3 ]] || fail "server lines not replaced"
+grep -q '192\.0\.2\.' "$ngx/conf/upstream.conf" && fail "an example address is left in the upstream"
+sed -e 's/^proxy_read_timeout 60s;$/proxy_read_timeout 2s;/' \
+    -e 's/^proxy_connect_timeout 5s;$/proxy_connect_timeout 1s;/' \
+    "$snippets/gearbox-http.conf" > "$ngx/conf/gearbox-http.conf"
+for setting in 'proxy_read_timeout 2s;' 'proxy_connect_timeout 1s;'; do
+  grep -qx "$setting" "$ngx/conf/gearbox-http.conf" ||
+    fail "gearbox-http.conf: $setting not set (the shipped line moved?)"
+done
+say "upstream gearbox_http: least_conn, $(host 0) $(host 1) $(host 2), $params"
+say "timeouts shortened: proxy_read_timeout 2s, proxy_connect_timeout 1s (shipped: 60s, 5s)"
+cat > "$ngx/conf/nginx.conf" <<EOF
+# Generated by tests/system/fleet_test.sh.
+worker_processes 2;
+pid $ngx/nginx.pid;
+error_log $ngx/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  log_format fleet '\$request_id \$remote_addr "\$request" \$status up=\$upstream_addr ups=\$upstream_status rt=\$request_time';
+  access_log $ngx/logs/access.log fleet;
+  client_body_temp_path $ngx/tmp/client_body;
+  proxy_temp_path $ngx/tmp/proxy;
+  fastcgi_temp_path $ngx/tmp/fastcgi;
+  uwsgi_temp_path $ngx/tmp/uwsgi;
+  scgi_temp_path $ngx/tmp/scgi;
+  include $ngx/conf/upstream.conf;
+  server {
+    listen 127.0.0.1:$nport;
+    # The test's own lines: which host(s) nginx tried, and its request id.
+    location = /status {
+      include $snippets/gearbox-status.conf;
+      include $ngx/conf/gearbox-http.conf;
+      add_header X-Upstream \$upstream_addr always;
+      add_header X-Request-Id \$request_id always;
+    }
+    location / {
+      include $ngx/conf/gearbox-http.conf;
+      add_header X-Upstream \$upstream_addr always;
+      add_header X-Request-Id \$request_id always;
+    }
+  }
+}
+EOF
+out=$(nginx -p "$ngx" -e "$ngx/logs/error.log" -c "$ngx/conf/nginx.conf" -t 2>&1) || { echo "$out" >&2; fail "nginx -t"; }
+grep -Eq '\[(warn|error|crit|alert|emerg)\]' <<<"$out" && { echo "$out" >&2; fail "nginx -t is not clean"; }
+nginx -p "$ngx" -e "$ngx/logs/error.log" -c "$ngx/conf/nginx.conf" -g 'daemon off;' > "$ngx/logs/stdout.log" 2>&1 &
+pids+=($!)
+wait_for "curl -sf --max-time 1 $base/hello" 10 || { cat "$ngx/logs/error.log" >&2; fail "nginx did not start"; }
+say "nginx on $base"
+
+# --- Prometheus ----------------------------------------------------------------------
+prom=$work/prometheus
+mkdir -p "$prom"
+pport=$(free_port 127.0.0.1)
+purl=http://127.0.0.1:$pport
+targets=""
+for i in 0 1 2; do targets+="          - $(host "$i")"$'\n'; done
+sed -e 's/^  scrape_interval: 15s$/  scrape_interval: 1s/' \
+    -e 's/^  evaluation_interval: 15s$/  evaluation_interval: 1s/' \
+    -e 's/^    scrape_timeout: 5s$/    scrape_timeout: 1s/' "$root/packaging/prometheus/gearbox.yml" |
+  awk -v targets="$targets" '/^ *- 192\.0\.2\./ { if (!done) printf "%s", targets; done = 1; next } { print }' \
+  > "$prom/gearbox.yml"
+for setting in 'scrape_interval: 1s' 'evaluation_interval: 1s' 'scrape_timeout: 1s'; do
+  grep -q "$setting" "$prom/gearbox.yml" || fail "gearbox.yml: $setting not set"
+done
+sed 's/\[1m\]/[10s]/g' "$root/packaging/prometheus/gearbox-rules.yml" > "$prom/gearbox-rules.yml"
+[[ $(grep -c '\[10s\]' "$prom/gearbox-rules.yml") -ge 6 ]] || fail "rule windows not rewritten"
+promtool check config "$prom/gearbox.yml" >/dev/null || fail "promtool check config (test copy)"
+prometheus --config.file="$prom/gearbox.yml" --storage.tsdb.path="$prom/data" \
+  --web.listen-address="127.0.0.1:$pport" --log.level=warn > "$prom/prometheus.log" 2>&1 &
+pids+=($!)
+wait_for "curl -sf --max-time 1 $purl/-/ready" 30 || { cat "$prom/prometheus.log" >&2; fail "prometheus did not start"; }
+say "prometheus on $purl: scrape and evaluation every 1s, rule windows 10s (shipped: 15s, 1m)"
+python3 "$here/fleet_prom.py" "$purl" wait-up 3 20 || fail "Prometheus does not scrape the fleet"
+
+# --- load ----------------------------------------------------------------------------
+figures=$work/figures.txt
+: > "$figures"
+load() {  # LABEL RATE DURATION REQUEST...
+  local label=$1 rate=$2 duration=$3
+  shift 3
+  local kinds=()
+  for k in "$@"; do kinds+=(--request "$k"); done
+  python3 "$here/fleet_load.py" --port "$nport" --label "$label" --rate "$rate" \
+    --duration "$duration" "${kinds[@]}" --out "$work/load-$label.json"
+}
+figure() {  # LABEL NOTE: one line of the final table, from that load's result
+  local f=$work/load-$1.json
+  printf '%-8s %8s %7s %8s  %s\n' "$1" "$(json "$f" 'd["requests"]')" "$(json "$f" 'd["failed"]')" \
+    "$(json "$f" 'd["retried"]')" "$2" >> "$figures"
+}
+# Requests of a load whose final upstream (the host that answered) was HOST, from
+# second FROM on.
+served_by() {  # LABEL HOST FROM
+  json "$work/load-$1.json" "sum(c.get('$2', 0) for s, c in d['timeline'].items() if int(s) >= $3)"
+}
+# Requests of a load that nginx sent to HOST (answered there or not), from second
+# FROM on: a request tried on more than one host is in "retries", one that failed
+# in "failures"; the rest never met a failing host.
+tried_host() {  # LABEL HOST FROM
+  json "$work/load-$1.json" "len({r['i'] for r in d['retries'] + d['failures'] if '$2' in r['upstream'] and r['t'] >= $3})"
+}
+errors_for() {  # PATTERN HOST: nginx error.log lines with PATTERN about HOST
+  grep -F "$1" "$ngx/logs/error.log" | grep -cF "upstream: \"http://$2/" || true
+}
+
+# --- status: off the public path --------------------------------------------------------
+say "=== status: /status through nginx from 127.0.0.1 and 127.0.0.2 ==="
+code() { curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "$@"; }
+[[ $(code "$base/status") == 200 ]] || fail "/status from 127.0.0.1"
+[[ $(code "$base/status?format=openmetrics") == 200 ]] || fail "/status?format=openmetrics from 127.0.0.1"
+for q in "" "?format=openmetrics" "?full"; do
+  c=$(code --interface 127.0.0.2 "$base/status$q")
+  [[ "$c" == 403 ]] || fail "/status$q from 127.0.0.2 answered $c, want 403"
+done
+[[ $(code --interface 127.0.0.2 "$base/hello") == 200 ]] || fail "/hello from 127.0.0.2"
+say "  from 127.0.0.1: 200; from 127.0.0.2: 403 (/status, ?format=openmetrics, ?full), /hello 200"
+
+# --- steady: Prometheus against a known load ----------------------------------------------
+say "=== steady: 100 req/s for 20 s (GET /sleep?ms=5 x9, GET /fail x1) ==="
+t0=$(now)
+load steady 100 20 'GET /sleep?ms=5 9' 'GET /fail 1'
+r=$work/load-steady.json
+# The /fail answers are the only failures: 500, as sent.
+[[ $(json "$r" "sum(1 for f in d['failures'] if f['path'] != '/fail' or f['status'] != 500)") == 0 ]] ||
+  fail "steady: requests other than /fail failed: $(json "$r" "[f for f in d['failures'] if f['path'] != '/fail'][:5]")"
+[[ $(json "$r" 'd["statuses"].get("500", 0)') == 200 ]] || fail "steady: want 200 x 500 from /fail: $(json "$r" 'd["statuses"]')"
+client_p99=$(json "$r" 'd["latency_p99_s"]')
+t_query=$(python3 -c "print($t0 + 19)")
+sleep 1.5  # the last scrape and rule evaluation of the load
+python3 "$here/fleet_prom.py" "$purl" steady "$t_query" 100 3 0.1 5 "$client_p99" ||
+  fail "steady: Prometheus's figures do not match the load"
+printf '%-8s %8s %7s %8s  %s\n' phase requests failed retried notes > "$figures"
+figure steady "the 200 failed are the /fail 500s sent on purpose"
+
+# --- rolling: reload every host into another model under load -------------------------
+say "=== rolling: each host reloaded into another model, 100 req/s for 30 s (GET x4, POST /echo x1) ==="
+t0=$(now)
+load rolling 100 30 'GET /sleep?ms=5 4' 'POST /echo 1' &
+lpid=$!
+pids+=("$lpid")
+sleep 10
+for i in 0 1 2; do
+  before=$(om "$i" "gearbox_requests_total ")
+  sed -i "s/^model = \"[a-z]*\"/model = \"${next_model[i]}\"/" "$work/h$i/gearbox.toml"
+  kill -HUP "${hostpid[i]}"
+  wait_for "[[ \$(status_json $i generation) == 2 && \$(status_json $i model) == ${next_model[i]} ]]" 10 ||
+    fail "host $i did not reload into ${next_model[i]}"
+  after=$(om "$i" "gearbox_requests_total ")
+  say "  host $i: ${model[i]} -> ${next_model[i]}; gearbox_requests_total $before before the reload, $after after"
+  ((after > before)) || fail "host $i: the counter went from $before to $after across the reload"
+  model[i]=${next_model[i]}
+  sleep 4
+done
+wait "$lpid" || fail "rolling: the load failed"
+r=$work/load-rolling.json
+[[ $(json "$r" 'd["failed"]') == 0 ]] || fail "rolling: requests failed: $(json "$r" 'd["failures"][:5]')"
+sleep 1.5
+python3 "$here/fleet_prom.py" "$purl" reload-window "$(python3 -c "print($t0 + 0.5)")" \
+  "$(python3 -c "print($t0 + 29.5)")" 100 3 || fail "rolling: Prometheus saw the reloads"
+figure rolling "3 reloads, each into another model"
+
+# --- kill: one host dies ------------------------------------------------------------------
+say "=== kill: kill -9 of host 1 ($(host 1)) 3 s into 100 req/s for 12 s (GET) ==="
+load kill 100 12 'GET /sleep?ms=5' &
+lpid=$!
+pids+=("$lpid")
+sleep 3
+t_kill=$(now)
+kill_host 1
+wait "$lpid" || fail "kill: the load failed"
+r=$work/load-kill.json
+[[ $(json "$r" 'd["failed"]') == 0 ]] || fail "kill: GETs failed: $(json "$r" 'd["failures"][:5]')"
+((  $(json "$r" 'd["retried"]') >= 1 )) || fail "kill: nginx retried nothing: was the host ever tried?"
+disabled=$(errors_for "upstream server temporarily disabled" "$(host 1)")
+((disabled >= 1)) || fail "kill: nginx never marked $(host 1) down (error.log: $(tail -3 "$ngx/logs/error.log"))"
+# Seconds into the load: the kill, and the end of the host's rest (fail_timeout
+# after it was marked down, at the kill or just after).
+kill_at=$(json "$r" "round($t_kill - d['start_unix'], 2)")
+rest=$(sed -n 's/.*fail_timeout=\([0-9]*\)s.*/\1/p' <<<"$params")
+tried=$(tried_host kill "$(host 1)" 0)
+late=$(json "$r" "len({x['i'] for x in d['retries'] + d['failures'] if '$(host 1)' in x['upstream'] and $kill_at + 1 <= x['t'] < $kill_at + $rest - 0.5})")
+((late == 0)) || fail "kill: nginx tried the dead host $late times during its ${rest}s rest"
+say "  killed ${kill_at} s into the load; nginx tried the dead host for $tried requests (each then"
+say "  went to another host), none from 1 s after the kill to the end of its ${rest}s rest (fail_timeout);"
+say "  error.log: 'upstream server temporarily disabled' x$disabled for $(host 1)"
+figure kill "0 failed GETs; nginx retried them on the others, marked the host down"
+start_host 1
+say "  host 1 restarted (${model[1]}, pid ${hostpid[1]})"
+
+# --- back: the restarted host gets traffic again -------------------------------------------
+say "=== back: 100 req/s for 16 s (GET) after the restart ==="
+load back 100 16 'GET /sleep?ms=5'
+r=$work/load-back.json
+[[ $(json "$r" 'd["failed"]') == 0 ]] || fail "back: requests failed: $(json "$r" 'd["failures"][:5]')"
+share=$(json "$r" "round($(served_by back "$(host 1)" 11) / max(1, sum(sum(c.values()) for s, c in d['timeline'].items() if int(s) >= 11)), 3)")
+say "  host 1 served $(served_by back "$(host 1)" 0) requests, a share of $share in the last 5 s"
+python3 -c "import sys; sys.exit(0 if $share >= 0.1 else 1)" || fail "back: the restarted host gets no traffic ($share)"
+figure back "the restarted host served a share of $share in the last 5 s"
+
+# --- stop: a host that stops answering -------------------------------------------------------
+say "=== stop: SIGSTOP of host 2 ($(host 2)) for 6 s, 100 req/s for 14 s (GET, POST /echo) ==="
+load stop 100 14 'GET /sleep?ms=5' 'POST /echo' &
+lpid=$!
+pids+=("$lpid")
+sleep 3
+kill -STOP -- "-${hostpid[2]}"
+sleep 6
+kill -CONT -- "-${hostpid[2]}"
+wait "$lpid" || fail "stop: the load failed"
+r=$work/load-stop.json
+get_failed=$(json "$r" "sum(1 for f in d['failures'] if f['method'] == 'GET')")
+post_failed=$(json "$r" "sum(1 for f in d['failures'] if f['method'] == 'POST')")
+odd=$(json "$r" "[f for f in d['failures'] if (f['method'], f['status'], f['upstream']) != ('POST', 504, '$(host 2)')][:5]")
+delayed=$(json "$r" "sum(1 for f in d['retries'] if f['latency'] >= 2)")
+timeouts=$(errors_for "upstream timed out" "$(host 2)")
+disabled=$(errors_for "upstream server temporarily disabled" "$(host 2)")
+say "  $get_failed GETs failed; $post_failed POSTs failed; $delayed requests retried after waiting >= 2 s"
+say "  nginx: 'upstream timed out' x$timeouts, 'temporarily disabled' x$disabled for $(host 2)"
+((get_failed == 0)) || fail "stop: GETs failed: $(json "$r" "[f for f in d['failures'] if f['method'] == 'GET'][:5]")"
+[[ "$odd" == "[]" ]] || fail "stop: failures other than a 504 for a POST to the stopped host: $odd"
+((timeouts >= 1)) || fail "stop: nginx never timed out on the stopped host: was it tried?"
+# Did the POSTs that got 504 run anyway, once the host continued? Its access log
+# has their nginx request ids if so.
+ran=0
+for id in $(json "$r" "' '.join(f['request_id'] for f in d['failures'])"); do
+  grep -q "request_id=\"\?$id" "$work/h2/gearboxd.log" && ran=$((ran + 1))
+done
+say "  of the $post_failed POSTs answered 504, $ran ran on host 2 after SIGCONT (its access log)"
+figure stop "GETs retried after proxy_read_timeout (2s): $delayed; $post_failed POSTs -> 504, $ran of them ran anyway"
+
+# --- post: a POST in flight on a host that dies --------------------------------------------
+# 1.5 s: above the le="1" bucket, below the test's proxy_read_timeout (2s).
+say "=== post: POST /sleep?ms=1500 through nginx; its host is killed while it runs ==="
+wait_for "python3 $here/fleet_prom.py $purl wait-up 3 1" 20 || fail "post: not every host is up again"
+slow_before=()
+for i in 0 1 2; do slow_before[i]=$(slow_count "$i"); done
+# Control: a POST that completes is counted by exactly one host.
+c=$(code -X POST --data-binary control --max-time 10 "$base/sleep?ms=1500")
+[[ "$c" == 200 ]] || fail "post: the control POST answered $c"
+grown=0
+for i in 0 1 2; do
+  s=$(slow_count "$i")
+  grown=$((grown + s - slow_before[i]))
+  slow_before[i]=$s
+done
+((grown == 1)) || fail "post: the control POST counted $grown times, want 1"
+say "  control: a POST that completes is counted by exactly one host's slow-request counter"
+curl -sS -o /dev/null -D "$work/post.headers" -w '%{http_code}' --max-time 10 -X POST \
+  --data-binary "in flight" "$base/sleep?ms=1500" > "$work/post.code" 2> "$work/post.err" &
+cpid=$!
+# The host running it: "inflight" counts the /status request itself, so 2 means
+# one more; twice in a row, so that a scrape arriving at that moment is not it.
+victim=""
+seen=(0 0 0)
+for _ in $(seq 20); do
+  for i in 0 1 2; do
+    if (($(status_json "$i" inflight) >= 2)); then seen[i]=$((seen[i] + 1)); else seen[i]=0; fi
+    if ((seen[i] >= 2)); then victim=$i; break 2; fi
+  done
+  sleep 0.05
+done
+[[ -n "$victim" ]] || fail "post: no host shows the POST in flight"
+kill_host "$victim"
+wait "$cpid" || true
+c=$(cat "$work/post.code")
+upstream=$(sed -n 's/^X-Upstream: *\([^\r]*\).*/\1/ip' "$work/post.headers")
+id=$(sed -n 's/^X-Request-Id: *\([0-9a-f]*\).*/\1/ip' "$work/post.headers")
+say "  host $victim ($(host "$victim")) was running it and was killed; the client got $c, X-Upstream: $upstream"
+[[ "$c" == 502 ]] || fail "post: the client got $c, want 502 (the failure visible, not retried)"
+[[ "$upstream" == "$(host "$victim")" ]] || fail "post: nginx tried '$upstream', want only $(host "$victim")"
+sleep 2.5  # a duplicate sent elsewhere would have completed by now
+for i in 0 1 2; do
+  ((i == victim)) && continue
+  s=$(slow_count "$i")
+  ((s == slow_before[i])) || fail "post: host $i's slow-request count went ${slow_before[i]} -> $s: the POST ran there"
+  grep -q "request_id=\"\?$id" "$work/h$i/gearboxd.log" && fail "post: host $i logged request $id"
+done
+say "  no other host ran it: slow-request counters unchanged, request id $id in no access log"
+printf '%-8s %8s %7s %8s  %s\n' post 1 1 0 "502 to the client; run on no other host" >> "$figures"
+start_host "$victim"
+python3 "$here/fleet_prom.py" "$purl" wait-up 3 20 || fail "post: the restarted host is not scraped"
+
+nerr=$(grep -c '\[error\]' "$ngx/logs/error.log" || true)
+say "nginx error.log: $nerr [error] lines, by message:"
+grep -E '\[(error|warn)\]' "$ngx/logs/error.log" |
+  sed -E 's/^.*\] [0-9]+#[0-9]+: (\*[0-9]+ )?//; s/ while .*//; s/, client: .*//' | sort | uniq -c | sed 's/^/    /'
+say "figures (requests through nginx at a fixed rate; failed = answered non-2xx or not at all; retried = nginx tried more than one host):"
+sed 's/^/    /' "$figures"
+say "PASS ($SECONDS s)"
