@@ -1,7 +1,16 @@
-// HTTP/1.1 request codec around llhttp: bytes in, one Request out at a time.
-// Pure: no sockets, no clock. In the spirit of picohttpparser's
-// phr_parse_request, each call reports complete / incomplete / error and how
-// many bytes were consumed.
+// HTTP/1.1 request codec: bytes in, one Request out at a time. Pure: no
+// sockets, no clock. In the spirit of picohttpparser's phr_parse_request, each
+// call reports complete / incomplete / error and how many bytes were consumed.
+//
+// How a request is read (RFC 9112):
+//  1. the head, line by line (LineReader): every line must end in CRLF, and
+//     is checked against the grammar (http_syntax.h) before llhttp sees it;
+//     llhttp then tokenizes it (method, target, fields, Content-Length);
+//  2. at the end of the head, the checks that need all of it: Host, the body's
+//     framing (6.1-6.3), Expect; llhttp is told there is no body;
+//  3. the body, framed here: Content-Length bytes, or chunked (ChunkedDecoder).
+// Every verdict is taken at the byte that decides it, so no way of splitting
+// the input into reads changes it.
 #pragma once
 
 #include <llhttp.h>
@@ -12,6 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/http/chunked_decoder.h"
+#include "daemon/http/http_syntax.h"
+#include "daemon/http/line_reader.h"
 #include "daemon/request.h"
 
 namespace gearbox {
@@ -27,12 +39,11 @@ class HttpRequestParser {
   struct Result {
     Status status = Status::kIncomplete;
     size_t consumed = 0;  // kComplete: bytes of `buffer` this request used
-    int error_status =
-        0;  // kError: 400, 413, 431 or 505; the connection closes
-    bool send_continue =
-        false;  // kIncomplete: answer "100 Continue" now (once)
-    const char* error_reason =
-        "";  // kError: short reason for logs and counters
+    // kError: 400, 413, 414, 417, 431, 501 or 505; the connection closes.
+    int error_status = 0;
+    // kIncomplete: answer "100 Continue" now (once).
+    bool send_continue = false;
+    const char* error_reason = "";  // kError: short reason for logs, counters
   };
 
   explicit HttpRequestParser(HttpLimits limits);
@@ -48,13 +59,15 @@ class HttpRequestParser {
   // for a pipelined request.
   Result Parse(std::string_view buffer, Request& request);
 
-  // True once any byte of the current request has been seen (for timeouts: idle
-  // vs header phase).
-  bool InRequest() const { return fed_ > 0; }
+  // True once any byte of the current request has been seen (for timeouts:
+  // idle vs header phase).
+  bool InRequest() const { return seen_ > 0; }
   // True once the request head is complete and the body is being read.
-  bool InBody() const { return headers_complete_; }
+  bool InBody() const { return phase_ == Phase::kBody; }
 
  private:
+  enum class Phase { kHead, kBody };
+  enum class Framing { kNone, kLength, kChunked };
   struct Span {
     uint32_t offset = 0;
     uint32_t length = 0;
@@ -65,41 +78,65 @@ class HttpRequestParser {
   };
 
   static const llhttp_settings_t* Settings();
-  static int OnMessageBegin(llhttp_t* p);
   static int OnUrl(llhttp_t* p, const char* at, size_t len);
-  static int OnVersion(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
   static int OnHeadersComplete(llhttp_t* p);
-  static int OnBody(llhttp_t* p, const char* at, size_t len);
   static int OnMessageComplete(llhttp_t* p);
 
   static void Extend(Span& span, uint32_t offset, size_t len);
   uint32_t OffsetOf(const char* at) const {
     return static_cast<uint32_t>(at - base_);
   }
+  std::string_view View(const Span& s) const {
+    return std::string_view(base_ + s.offset, s.length);
+  }
+  void ResetLlhttp();
   void StartRequest();
-  Result Fail(int status, const char* reason);
+  Result Fail(http::Verdict v);
+  Result ParseHead(std::string_view buffer, bool* done);
+  Result ParseBody(std::string_view buffer, Request& request);
+  http::Verdict OnLine(std::string_view buffer, const http::LineEvent& e,
+                       bool* done);
+  // Hands llhttp the checked bytes [fed_, end); the verdict of its errors.
+  http::Verdict Feed(std::string_view buffer, size_t end);
+  // The checks that need the whole head (run inside OnHeadersComplete).
+  http::Verdict CheckHead();
+  http::Verdict CheckFraming(bool http11, bool has_te,
+                             const http::CodingList& te);
+  Result Complete(std::string_view buffer, size_t end, Request& request);
   void BuildRequest(std::string_view buffer, Request& request);
 
   HttpLimits limits_;
   llhttp_t parser_;
   const char* base_ = nullptr;  // start of the buffer in the current Parse call
-  size_t fed_ = 0;              // bytes of the current request already parsed
 
   // Per-request state, reset by StartRequest(); vectors keep their capacity.
+  Phase phase_ = Phase::kHead;
+  size_t seen_ = 0;  // bytes of the current request seen so far
+  size_t fed_ = 0;   // bytes handed to llhttp
+  http::LineReader lines_;
+  http::RequestLineShape shape_;  // the request line so far
+  size_t shape_fed_ = 0;
+  bool request_line_done_ = false;
+  // Bytes llhttp is not given: the trailing OWS of field lines, which llhttp
+  // 8.1 refuses after a Content-Length value ("5\t") although RFC 9110 5.5
+  // strips it from every value. Sorted, as the lines are.
+  std::vector<std::pair<size_t, size_t>> skipped_;
+  http::RequestLine line_;  // method/target views are not kept: offsets below
   Span url_;
   std::vector<HeaderSpan> header_spans_;
   bool in_value_ = false;
-  std::vector<Span> body_spans_;
-  uint64_t body_bytes_ = 0;
-  uint32_t head_end_ = 0;  // offset just past the last header byte seen
-  bool headers_complete_ = false;
   bool message_complete_ = false;
-  bool continue_sent_ = false;
+  http::Verdict pending_;  // a verdict taken inside an llhttp callback
+  Framing framing_ = Framing::kNone;
+  uint64_t content_length_ = 0;
+  bool keep_alive_ = true;
   bool expects_continue_ = false;
-  int pending_error_ = 0;
-  const char* pending_reason_ = "";
+  bool continue_sent_ = false;
+  size_t body_start_ = 0;
+  http::ChunkedDecoder chunked_;
+  std::vector<http::BodyPiece> body_pieces_;
   std::string body_buffer_;  // chunked bodies are copied here (non-contiguous)
 };
 
