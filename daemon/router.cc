@@ -2,9 +2,9 @@
 
 namespace gearbox {
 
-Router::Router(const std::vector<RouteConfig> &routes, const ServerInfo &info)
+Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
     : info_(info) {
-  for (const RouteConfig &route : routes) {
+  for (const RouteConfig& route : routes) {
     routes_.emplace(route.path, MakeHandler(route, info_));
   }
   RouteConfig not_found = DefaultRoute("", "text");
@@ -19,12 +19,11 @@ Router::Router(const std::vector<RouteConfig> &routes, const ServerInfo &info)
   server_options_ = MakeHandler(server_options, info_);
 }
 
-Handler *Router::Find(std::string_view path) const {
+Handler* Router::Find(std::string_view path) const {
   // Route paths start with '/' (the loader checks), so "*" is never a route.
-  if (path == "*")
-    return server_options_.get();
+  if (path == "*") return server_options_.get();
   auto it = routes_.find(path);
   return it == routes_.end() ? not_found_.get() : it->second.get();
 }
 
-} // namespace gearbox
+}  // namespace gearbox

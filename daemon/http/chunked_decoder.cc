@@ -10,18 +10,15 @@ namespace {
 constexpr size_t kMaxChunkLine = 4096;
 
 int HexValue(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
-} // namespace
+}  // namespace
 
-void ChunkedDecoder::Start(size_t at, const Limits &limits) {
+void ChunkedDecoder::Start(size_t at, const Limits& limits) {
   limits_ = limits;
   state_ = State::kSize;
   pos_ = line_start_ = at;
@@ -33,7 +30,7 @@ void ChunkedDecoder::Start(size_t at, const Limits &limits) {
   trailer_start_ = 0;
 }
 
-ChunkedDecoder::Result ChunkedDecoder::Fail(int status, const char *reason) {
+ChunkedDecoder::Result ChunkedDecoder::Fail(int status, const char* reason) {
   Result r;
   r.status = Status::kError;
   r.error = Verdict{status, reason};
@@ -41,66 +38,59 @@ ChunkedDecoder::Result ChunkedDecoder::Fail(int status, const char *reason) {
 }
 
 ChunkedDecoder::Result ChunkedDecoder::Decode(std::string_view buf,
-                                              std::vector<BodyPiece> &pieces) {
+                                              std::vector<BodyPiece>& pieces) {
   Result r;
   for (;;) {
     switch (state_) {
-    case State::kSize:
-      if (!DecodeSize(buf, &r))
-        return r;
-      break;
-    case State::kLineRest:
-      if (!EndLine(buf, &r))
-        return r;
-      break;
-    case State::kData: {
-      const size_t n =
-          static_cast<size_t>(std::min<uint64_t>(size_, buf.size() - pos_));
-      if (n > 0) {
-        pieces.push_back({pos_, n});
-        pos_ += n;
-        size_ -= n;
-        body_bytes_ += n;
+      case State::kSize:
+        if (!DecodeSize(buf, &r)) return r;
+        break;
+      case State::kLineRest:
+        if (!EndLine(buf, &r)) return r;
+        break;
+      case State::kData: {
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(size_, buf.size() - pos_));
+        if (n > 0) {
+          pieces.push_back({pos_, n});
+          pos_ += n;
+          size_ -= n;
+          body_bytes_ += n;
+        }
+        if (size_ > 0) return r;  // more data to come
+        state_ = State::kDataCr;
+        break;
       }
-      if (size_ > 0)
-        return r; // more data to come
-      state_ = State::kDataCr;
-      break;
-    }
-    case State::kDataCr:
-    case State::kDataLf: {
-      if (pos_ == buf.size())
-        return r;
-      const char want = state_ == State::kDataCr ? '\r' : '\n';
-      if (buf[pos_] != want)
-        return Fail(400, "bad_chunk");
-      ++pos_;
-      if (state_ == State::kDataCr) {
-        state_ = State::kDataLf;
-      } else {
-        state_ = State::kSize;
-        line_start_ = pos_;
-        size_ = 0;
-        digits_ = 0;
-        any_digit_ = false;
+      case State::kDataCr:
+      case State::kDataLf: {
+        if (pos_ == buf.size()) return r;
+        const char want = state_ == State::kDataCr ? '\r' : '\n';
+        if (buf[pos_] != want) return Fail(400, "bad_chunk");
+        ++pos_;
+        if (state_ == State::kDataCr) {
+          state_ = State::kDataLf;
+        } else {
+          state_ = State::kSize;
+          line_start_ = pos_;
+          size_ = 0;
+          digits_ = 0;
+          any_digit_ = false;
+        }
+        break;
       }
-      break;
-    }
-    case State::kTrailer:
-      DecodeTrailer(buf, &r);
-      return r;
+      case State::kTrailer:
+        DecodeTrailer(buf, &r);
+        return r;
     }
   }
 }
 
 // chunk-size = 1*HEXDIG. Returns false when Decode() must return `*r`.
-bool ChunkedDecoder::DecodeSize(std::string_view buf, Result *r) {
+bool ChunkedDecoder::DecodeSize(std::string_view buf, Result* r) {
   while (pos_ < buf.size()) {
     const int v = HexValue(buf[pos_]);
-    if (v < 0)
-      break;
-    if (digits_ > 0 || v != 0)
-      ++digits_;
+    if (v < 0) break;
+    if (digits_ > 0 || v != 0) ++digits_;
     // Refused at the digit that overflows: no need to wait for the line end.
     if (digits_ > 16) {
       *r = Fail(400, "bad_chunk_size");
@@ -114,8 +104,7 @@ bool ChunkedDecoder::DecodeSize(std::string_view buf, Result *r) {
     any_digit_ = true;
     ++pos_;
   }
-  if (pos_ == buf.size())
-    return false; // the size may go on
+  if (pos_ == buf.size()) return false;  // the size may go on
   if (!any_digit_) {
     *r = Fail(400, "bad_chunk_size");
     return false;
@@ -136,18 +125,18 @@ bool ChunkedDecoder::DecodeSize(std::string_view buf, Result *r) {
 }
 
 // The rest of a chunk line: extensions, then CRLF.
-bool ChunkedDecoder::EndLine(std::string_view buf, Result *r) {
+bool ChunkedDecoder::EndLine(std::string_view buf, Result* r) {
   LineEvent e = lines_.Next(buf, line_start_ + kMaxChunkLine);
   switch (e.kind) {
-  case LineEvent::kNeedMore:
-    return false;
-  case LineEvent::kBareCr:
-  case LineEvent::kBareLf:
-  case LineEvent::kOverLimit:
-    *r = Fail(400, "bad_chunk");
-    return false;
-  case LineEvent::kLine:
-    break;
+    case LineEvent::kNeedMore:
+      return false;
+    case LineEvent::kBareCr:
+    case LineEvent::kBareLf:
+    case LineEvent::kOverLimit:
+      *r = Fail(400, "bad_chunk");
+      return false;
+    case LineEvent::kLine:
+      break;
   }
   std::string_view rest = buf.substr(e.begin, e.end - e.begin);
   ext_bytes_ += rest.size();
@@ -156,7 +145,7 @@ bool ChunkedDecoder::EndLine(std::string_view buf, Result *r) {
     return false;
   }
   pos_ = e.end + 2;
-  if (size_ == 0) { // last-chunk: the trailer section follows
+  if (size_ == 0) {  // last-chunk: the trailer section follows
     state_ = State::kTrailer;
     trailer_start_ = pos_;
     lines_.Start(pos_);
@@ -169,23 +158,23 @@ bool ChunkedDecoder::EndLine(std::string_view buf, Result *r) {
 // trailer-section = *( field-line CRLF ), then CRLF. The fields are checked
 // like header fields and then dropped: never merged into the header section
 // (RFC 9110 6.5.1).
-void ChunkedDecoder::DecodeTrailer(std::string_view buf, Result *r) {
+void ChunkedDecoder::DecodeTrailer(std::string_view buf, Result* r) {
   for (;;) {
     LineEvent e = lines_.Next(buf, trailer_start_ + limits_.max_trailer_bytes);
     switch (e.kind) {
-    case LineEvent::kNeedMore:
-      return;
-    case LineEvent::kBareCr:
-    case LineEvent::kBareLf:
-      *r = Fail(400, "malformed");
-      return;
-    case LineEvent::kOverLimit: {
-      Verdict v = OverlongFieldLine(buf.substr(e.begin, e.end - e.begin));
-      *r = Fail(v.status, v.reason);
-      return;
-    }
-    case LineEvent::kLine:
-      break;
+      case LineEvent::kNeedMore:
+        return;
+      case LineEvent::kBareCr:
+      case LineEvent::kBareLf:
+        *r = Fail(400, "malformed");
+        return;
+      case LineEvent::kOverLimit: {
+        Verdict v = OverlongFieldLine(buf.substr(e.begin, e.end - e.begin));
+        *r = Fail(v.status, v.reason);
+        return;
+      }
+      case LineEvent::kLine:
+        break;
     }
     if (e.end == e.begin) {
       r->status = Status::kDone;
@@ -200,4 +189,4 @@ void ChunkedDecoder::DecodeTrailer(std::string_view buf, Result *r) {
   }
 }
 
-} // namespace gearbox::http
+}  // namespace gearbox::http

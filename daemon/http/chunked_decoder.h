@@ -22,43 +22,43 @@ struct BodyPiece {
 };
 
 class ChunkedDecoder {
-public:
+ public:
   struct Limits {
-    uint64_t max_body_bytes = 0;  // data, all chunks together: 413
-    size_t max_ext_bytes = 0;     // chunk extensions, all lines together: 400
-    size_t max_trailer_bytes = 0; // the trailer section: 431
+    uint64_t max_body_bytes = 0;   // data, all chunks together: 413
+    size_t max_ext_bytes = 0;      // chunk extensions, all lines together: 400
+    size_t max_trailer_bytes = 0;  // the trailer section: 431
   };
   enum class Status { kIncomplete, kDone, kError };
   struct Result {
     Status status = Status::kIncomplete;
-    size_t end = 0; // kDone: offset just past the final CRLF
-    Verdict error;  // kError
+    size_t end = 0;  // kDone: offset just past the final CRLF
+    Verdict error;   // kError
   };
 
   // A body starting at offset `at` of the caller's buffer.
-  void Start(size_t at, const Limits &limits);
+  void Start(size_t at, const Limits& limits);
   // Decodes what arrived since the last call; data pieces are appended to
   // `pieces`. After kDone or kError, Start() again. Verdicts come at the byte
   // that decides them: an over-long chunk-size (more than 16 significant hex
   // digits) as it arrives, a chunk-size over the body budget (413) as soon as
   // it ends, before any of its data.
-  Result Decode(std::string_view buf, std::vector<BodyPiece> &pieces);
+  Result Decode(std::string_view buf, std::vector<BodyPiece>& pieces);
 
   uint64_t body_bytes() const { return body_bytes_; }
 
-private:
+ private:
   enum class State { kSize, kLineRest, kData, kDataCr, kDataLf, kTrailer };
-  Result Fail(int status, const char *reason);
-  bool DecodeSize(std::string_view buf, Result *r);
-  bool EndLine(std::string_view buf, Result *r);
-  void DecodeTrailer(std::string_view buf, Result *r);
+  Result Fail(int status, const char* reason);
+  bool DecodeSize(std::string_view buf, Result* r);
+  bool EndLine(std::string_view buf, Result* r);
+  void DecodeTrailer(std::string_view buf, Result* r);
 
   Limits limits_;
   State state_ = State::kSize;
-  size_t pos_ = 0;        // next byte to look at
-  size_t line_start_ = 0; // first byte of the current chunk line
-  uint64_t size_ = 0;     // chunk-size so far, then data left in the chunk
-  int digits_ = 0;        // significant hex digits of the chunk-size
+  size_t pos_ = 0;         // next byte to look at
+  size_t line_start_ = 0;  // first byte of the current chunk line
+  uint64_t size_ = 0;      // chunk-size so far, then data left in the chunk
+  int digits_ = 0;         // significant hex digits of the chunk-size
   bool any_digit_ = false;
   uint64_t body_bytes_ = 0;
   size_t ext_bytes_ = 0;
@@ -66,4 +66,4 @@ private:
   LineReader lines_;
 };
 
-} // namespace gearbox::http
+}  // namespace gearbox::http

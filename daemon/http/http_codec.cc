@@ -7,55 +7,54 @@ namespace gearbox {
 namespace {
 
 class HttpCodec final : public ServerCodec {
-public:
-  explicit HttpCodec(const LimitsConfig &limits)
+ public:
+  explicit HttpCodec(const LimitsConfig& limits)
       : parser_(HttpLimits{static_cast<size_t>(limits.max_header_bytes),
                            static_cast<uint64_t>(limits.max_body_bytes)}) {}
 
-  Result Parse(std::string_view buffer, Request &request,
-               std::string &out) override {
+  Result Parse(std::string_view buffer, Request& request,
+               std::string& out) override {
     HttpRequestParser::Result r = parser_.Parse(buffer, request);
     Result result;
     switch (r.status) {
-    case HttpRequestParser::Status::kComplete:
-      result.status = Status::kComplete;
-      result.consumed = r.consumed;
-      break;
-    case HttpRequestParser::Status::kIncomplete:
-      if (r.send_continue)
-        out.append(kHttpContinue);
-      break;
-    case HttpRequestParser::Status::kError:
-      result.status = Status::kError;
-      result.error_status = r.error_status;
-      result.error_reason = r.error_reason;
-      AppendHttpError(r.error_status, {}, out);
-      break;
+      case HttpRequestParser::Status::kComplete:
+        result.status = Status::kComplete;
+        result.consumed = r.consumed;
+        break;
+      case HttpRequestParser::Status::kIncomplete:
+        if (r.send_continue) out.append(kHttpContinue);
+        break;
+      case HttpRequestParser::Status::kError:
+        result.status = Status::kError;
+        result.error_status = r.error_status;
+        result.error_reason = r.error_reason;
+        AppendHttpError(r.error_status, {}, out);
+        break;
     }
     return result;
   }
 
-  bool AppendResponse(const Request &request, const Response &response,
-                      bool close, std::string &out) override {
+  bool AppendResponse(const Request& request, const Response& response,
+                      bool close, std::string& out) override {
     return AppendHttpResponse(request, response, close, out);
   }
 
   void AppendError(int status, std::string_view extra_headers,
-                   std::string &out) override {
+                   std::string& out) override {
     AppendHttpError(status, extra_headers, out);
   }
 
   bool InRequest() const override { return parser_.InRequest(); }
   bool InBody() const override { return parser_.InBody(); }
 
-private:
+ private:
   HttpRequestParser parser_;
 };
 
-} // namespace
+}  // namespace
 
-std::unique_ptr<ServerCodec> MakeHttpCodec(const LimitsConfig &limits) {
+std::unique_ptr<ServerCodec> MakeHttpCodec(const LimitsConfig& limits) {
   return std::make_unique<HttpCodec>(limits);
 }
 
-} // namespace gearbox
+}  // namespace gearbox

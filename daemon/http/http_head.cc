@@ -17,7 +17,7 @@ Verdict HttpRequestParser::CheckHead() {
   bool keep_alive = false;
   bool expectation_ok = true;
   bool has_continue = false;
-  for (const HeaderSpan &h : header_spans_) {
+  for (const HeaderSpan& h : header_spans_) {
     std::string_view name = View(h.name);
     std::string_view value = http::TrimOws(View(h.value));
     if (EqualsNoCase(name, "host")) {
@@ -36,18 +36,13 @@ Verdict HttpRequestParser::CheckHead() {
   }
   // RFC 9112 3.2: MUST answer 400 to an HTTP/1.1 request without Host, and to
   // any request with more than one Host or an invalid one.
-  if (hosts > 1)
-    return Verdict{400, "bad_host"};
-  if (hosts == 0 && http11)
-    return Verdict{400, "no_host"};
-  if (hosts == 1 && !http::IsValidHost(host))
-    return Verdict{400, "bad_host"};
-  if (Verdict v = CheckFraming(http11, has_te, te); !v.ok())
-    return v;
+  if (hosts > 1) return Verdict{400, "bad_host"};
+  if (hosts == 0 && http11) return Verdict{400, "no_host"};
+  if (hosts == 1 && !http::IsValidHost(host)) return Verdict{400, "bad_host"};
+  if (Verdict v = CheckFraming(http11, has_te, te); !v.ok()) return v;
   // RFC 9110 10.1.1: MAY answer 417 to an expectation other than
   // 100-continue.
-  if (!expectation_ok)
-    return Verdict{417, "expectation_failed"};
+  if (!expectation_ok) return Verdict{417, "expectation_failed"};
   const bool has_body = framing_ == Framing::kChunked ||
                         (framing_ == Framing::kLength && content_length_ > 0);
   // ... and MUST ignore 100-continue in an HTTP/1.0 request.
@@ -60,25 +55,24 @@ Verdict HttpRequestParser::CheckHead() {
 
 // RFC 9112 6.1-6.3: how long the body is, or why that cannot be known.
 Verdict HttpRequestParser::CheckFraming(bool http11, bool has_te,
-                                        const http::CodingList &te) {
+                                        const http::CodingList& te) {
   const bool has_length = (parser_.flags & F_CONTENT_LENGTH) != 0;
   if (has_te) {
     // 6.1: Transfer-Encoding in HTTP/1.0 means faulty framing; with
     // Content-Length it is a smuggling attempt (6.3, 11.2): 400 and close.
-    if (!http11 || has_length)
-      return Verdict{400, "bad_framing"};
+    if (!http11 || has_length) return Verdict{400, "bad_framing"};
     switch (te.Result()) {
-    case http::Coding::kChunked:
-      framing_ = Framing::kChunked;
-      return http::kOk;
-    case http::Coding::kUnsupported:
-      // 6.1: a transfer coding the server does not understand SHOULD get
-      // 501.
-      return Verdict{501, "unsupported_coding"};
-    default:
-      // 6.3 (4): chunked not final: MUST 400; chunked twice (7.1) or a
-      // malformed list: the length cannot be known either.
-      return Verdict{400, "bad_framing"};
+      case http::Coding::kChunked:
+        framing_ = Framing::kChunked;
+        return http::kOk;
+      case http::Coding::kUnsupported:
+        // 6.1: a transfer coding the server does not understand SHOULD get
+        // 501.
+        return Verdict{501, "unsupported_coding"};
+      default:
+        // 6.3 (4): chunked not final: MUST 400; chunked twice (7.1) or a
+        // malformed list: the length cannot be known either.
+        return Verdict{400, "bad_framing"};
     }
   }
   if (has_length) {
@@ -94,8 +88,8 @@ Verdict HttpRequestParser::CheckFraming(bool http11, bool has_te,
 }
 
 void HttpRequestParser::BuildRequest(std::string_view buffer,
-                                     Request &request) {
-  const char *base = buffer.data();
+                                     Request& request) {
+  const char* base = buffer.data();
   request.method =
       llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
   const std::string_view target(base + url_.offset, url_.length);
@@ -106,8 +100,7 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
     http::SplitAbsoluteTarget(target, &parts);
     authority = parts.authority;
     request.SetTarget(parts.path_and_query);
-    if (request.path.empty())
-      request.path = "/"; // RFC 9110 4.2.3
+    if (request.path.empty()) request.path = "/";  // RFC 9110 4.2.3
   } else {
     request.SetTarget(target);
   }
@@ -116,12 +109,12 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   request.version_minor = line_.minor >= 1 ? 1 : 0;
   request.headers.clear();
   bool host_replaced = false;
-  for (const HeaderSpan &h : header_spans_) {
+  for (const HeaderSpan& h : header_spans_) {
     std::string_view name(base + h.name.offset, h.name.length);
     std::string_view value =
         http::TrimOws(std::string_view(base + h.value.offset, h.value.length));
     if (!authority.empty() && EqualsNoCase(name, "host")) {
-      value = authority; // the received Host MUST be ignored
+      value = authority;  // the received Host MUST be ignored
       host_replaced = true;
     }
     request.headers.push_back({name, value});
@@ -138,7 +131,7 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
         std::string_view(base + body_pieces_[0].offset, body_pieces_[0].length);
   } else {
     body_buffer_.clear();
-    for (const http::BodyPiece &p : body_pieces_) {
+    for (const http::BodyPiece& p : body_pieces_) {
       body_buffer_.append(base + p.offset, p.length);
     }
     request.body = body_buffer_;
@@ -147,4 +140,4 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   request.is_head = parser_.method == HTTP_HEAD;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -8,7 +8,7 @@ namespace gearbox {
 using http::LineEvent;
 using http::Verdict;
 
-const llhttp_settings_t *HttpRequestParser::Settings() {
+const llhttp_settings_t* HttpRequestParser::Settings() {
   // Shared by every parser: one copy instead of ~200 bytes per connection.
   static const llhttp_settings_t settings = [] {
     llhttp_settings_t s;
@@ -64,22 +64,21 @@ void HttpRequestParser::StartRequest() {
   body_pieces_.clear();
 }
 
-void HttpRequestParser::Extend(Span &span, uint32_t offset, size_t len) {
-  if (span.length == 0)
-    span.offset = offset;
+void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
+  if (span.length == 0) span.offset = offset;
   // llhttp hands out a token in pieces only at call boundaries, and every call
   // continues the same buffer, so pieces are contiguous.
   span.length = offset + static_cast<uint32_t>(len) - span.offset;
 }
 
-int HttpRequestParser::OnUrl(llhttp_t *p, const char *at, size_t len) {
-  auto *self = static_cast<HttpRequestParser *>(p->data);
+int HttpRequestParser::OnUrl(llhttp_t* p, const char* at, size_t len) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
   Extend(self->url_, self->OffsetOf(at), len);
   return 0;
 }
 
-int HttpRequestParser::OnHeaderField(llhttp_t *p, const char *at, size_t len) {
-  auto *self = static_cast<HttpRequestParser *>(p->data);
+int HttpRequestParser::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
   if (self->in_value_ || self->header_spans_.empty()) {
     self->header_spans_.emplace_back();
     self->in_value_ = false;
@@ -88,28 +87,27 @@ int HttpRequestParser::OnHeaderField(llhttp_t *p, const char *at, size_t len) {
   return 0;
 }
 
-int HttpRequestParser::OnHeaderValue(llhttp_t *p, const char *at, size_t len) {
-  auto *self = static_cast<HttpRequestParser *>(p->data);
+int HttpRequestParser::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
   self->in_value_ = true;
   Extend(self->header_spans_.back().value, self->OffsetOf(at), len);
   return 0;
 }
 
-int HttpRequestParser::OnHeadersComplete(llhttp_t *p) {
-  auto *self = static_cast<HttpRequestParser *>(p->data);
+int HttpRequestParser::OnHeadersComplete(llhttp_t* p) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
   self->pending_ = self->CheckHead();
-  if (!self->pending_.ok())
-    return -1;
+  if (!self->pending_.ok()) return -1;
   // RFC 9110 7.8: a server MAY ignore Upgrade; gearbox does, and keeps the
   // connection (llhttp would stop parsing after this request).
   p->upgrade = 0;
-  return 1; // no body for llhttp: the body is framed here (ParseBody)
+  return 1;  // no body for llhttp: the body is framed here (ParseBody)
 }
 
-int HttpRequestParser::OnMessageComplete(llhttp_t *p) {
-  auto *self = static_cast<HttpRequestParser *>(p->data);
+int HttpRequestParser::OnMessageComplete(llhttp_t* p) {
+  auto* self = static_cast<HttpRequestParser*>(p->data);
   self->message_complete_ = true;
-  return HPE_PAUSED; // llhttp must not read on into the body
+  return HPE_PAUSED;  // llhttp must not read on into the body
 }
 
 HttpRequestParser::Result HttpRequestParser::Fail(Verdict v) {
@@ -125,75 +123,67 @@ HttpRequestParser::Result HttpRequestParser::Fail(Verdict v) {
 }
 
 HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
-                                                   Request &request) {
+                                                   Request& request) {
   base_ = buffer.data();
   // Offsets are 32-bit; a buffer that large is far past every limit anyway.
-  if (buffer.size() > UINT32_MAX)
-    return Fail({413, "body_too_large"});
-  if (buffer.size() > seen_)
-    seen_ = buffer.size();
+  if (buffer.size() > UINT32_MAX) return Fail({413, "body_too_large"});
+  if (buffer.size() > seen_) seen_ = buffer.size();
   if (phase_ == Phase::kHead) {
     bool done = false;
     Result r = ParseHead(buffer, &done);
-    if (!done)
-      return r;
+    if (!done) return r;
   }
   return ParseBody(buffer, request);
 }
 
 HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
-                                                       bool *done) {
+                                                       bool* done) {
   for (;;) {
     LineEvent e = lines_.Next(buffer, limits_.max_header_bytes);
     if (e.kind == LineEvent::kLine) {
       Verdict v = OnLine(buffer, e, done);
-      if (!v.ok())
-        return Fail(v);
-      if (*done)
-        return Result{};
+      if (!v.ok()) return Fail(v);
+      if (*done) return Result{};
       continue;
     }
     // Whole lines before this one go to llhttp first: a verdict on them comes
     // earlier in the stream than one on this line.
-    if (Verdict v = Feed(buffer, e.begin); !v.ok())
-      return Fail(v);
+    if (Verdict v = Feed(buffer, e.begin); !v.ok()) return Fail(v);
     switch (e.kind) {
-    case LineEvent::kNeedMore:
-      if (!request_line_done_) {
-        // Garbage is refused as it arrives (a TLS hello has no CRLF).
-        const size_t from = std::max(shape_fed_, e.begin);
-        shape_fed_ = e.end;
-        if (from < e.end && !shape_.Feed(buffer.substr(from, e.end - from))) {
-          return Fail(http::kMalformed);
+      case LineEvent::kNeedMore:
+        if (!request_line_done_) {
+          // Garbage is refused as it arrives (a TLS hello has no CRLF).
+          const size_t from = std::max(shape_fed_, e.begin);
+          shape_fed_ = e.end;
+          if (from < e.end && !shape_.Feed(buffer.substr(from, e.end - from))) {
+            return Fail(http::kMalformed);
+          }
         }
+        return Result{};
+      case LineEvent::kOverLimit: {
+        std::string_view prefix = buffer.substr(e.begin, e.end - e.begin);
+        return Fail(request_line_done_ ? http::OverlongFieldLine(prefix)
+                                       : http::OverlongRequestLine(prefix));
       }
-      return Result{};
-    case LineEvent::kOverLimit: {
-      std::string_view prefix = buffer.substr(e.begin, e.end - e.begin);
-      return Fail(request_line_done_ ? http::OverlongFieldLine(prefix)
-                                     : http::OverlongRequestLine(prefix));
-    }
-    default: // RFC 9112 2.2: a bare CR or LF is invalid, never a line end
-      return Fail(http::kMalformed);
+      default:  // RFC 9112 2.2: a bare CR or LF is invalid, never a line end
+        return Fail(http::kMalformed);
     }
   }
 }
 
-Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent &e,
-                                  bool *done) {
+Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
+                                  bool* done) {
   std::string_view line = buffer.substr(e.begin, e.end - e.begin);
   if (!request_line_done_) {
     if (line.empty()) {
       // RFC 9112 2.2: empty lines before the request line are ignored (they
       // count towards the head limit).
-      if (e.end + 2 > limits_.max_header_bytes)
-        return http::kMalformed;
+      if (e.end + 2 > limits_.max_header_bytes) return http::kMalformed;
       fed_ = e.end + 2;
       return http::kOk;
     }
-    if (Verdict v = http::ParseRequestLine(line, &line_); !v.ok())
-      return v;
-    line_.method = line_.target = {}; // views die with this buffer
+    if (Verdict v = http::ParseRequestLine(line, &line_); !v.ok()) return v;
+    line_.method = line_.target = {};  // views die with this buffer
     request_line_done_ = true;
     return http::kOk;
   }
@@ -209,15 +199,12 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent &e,
         value.empty()
             ? e.begin + name.size() + 1
             : static_cast<size_t>(value.data() - buffer.data()) + value.size();
-    if (value_end < e.end)
-      skipped_.emplace_back(value_end, e.end);
+    if (value_end < e.end) skipped_.emplace_back(value_end, e.end);
     return http::kOk;
   }
   // The empty line: the head is complete.
-  if (Verdict v = Feed(buffer, e.end + 2); !v.ok())
-    return v;
-  if (!message_complete_)
-    return http::kMalformed; // llhttp disagrees
+  if (Verdict v = Feed(buffer, e.end + 2); !v.ok()) return v;
+  if (!message_complete_) return http::kMalformed;  // llhttp disagrees
   *done = true;
   phase_ = Phase::kBody;
   body_start_ = e.end + 2;
@@ -257,37 +244,34 @@ Verdict HttpRequestParser::Feed(std::string_view buffer, size_t end) {
     llhttp_resume(&parser_);
     err = HPE_OK;
   }
-  if (err == HPE_OK)
-    return http::kOk;
-  if (!pending_.ok())
-    return pending_;
+  if (err == HPE_OK) return http::kOk;
+  if (!pending_.ok()) return pending_;
   // The method passed the token check (ParseRequestLine), so llhttp does not
   // know it: RFC 9110 9.1, an unrecognized method SHOULD get 501.
-  if (err == HPE_INVALID_METHOD)
-    return Verdict{501, "not_implemented"};
+  if (err == HPE_INVALID_METHOD) return Verdict{501, "not_implemented"};
   return http::kMalformed;
 }
 
 HttpRequestParser::Result HttpRequestParser::ParseBody(std::string_view buffer,
-                                                       Request &request) {
+                                                       Request& request) {
   switch (framing_) {
-  case Framing::kNone:
-    return Complete(buffer, body_start_, request);
-  case Framing::kLength:
-    if (buffer.size() - body_start_ >= content_length_) {
-      return Complete(buffer, body_start_ + content_length_, request);
+    case Framing::kNone:
+      return Complete(buffer, body_start_, request);
+    case Framing::kLength:
+      if (buffer.size() - body_start_ >= content_length_) {
+        return Complete(buffer, body_start_ + content_length_, request);
+      }
+      break;
+    case Framing::kChunked: {
+      http::ChunkedDecoder::Result c = chunked_.Decode(buffer, body_pieces_);
+      if (c.status == http::ChunkedDecoder::Status::kError) {
+        return Fail(c.error);
+      }
+      if (c.status == http::ChunkedDecoder::Status::kDone) {
+        return Complete(buffer, c.end, request);
+      }
+      break;
     }
-    break;
-  case Framing::kChunked: {
-    http::ChunkedDecoder::Result c = chunked_.Decode(buffer, body_pieces_);
-    if (c.status == http::ChunkedDecoder::Status::kError) {
-      return Fail(c.error);
-    }
-    if (c.status == http::ChunkedDecoder::Status::kDone) {
-      return Complete(buffer, c.end, request);
-    }
-    break;
-  }
   }
   Result r;
   if (expects_continue_ && !continue_sent_) {
@@ -299,7 +283,7 @@ HttpRequestParser::Result HttpRequestParser::ParseBody(std::string_view buffer,
 
 HttpRequestParser::Result HttpRequestParser::Complete(std::string_view buffer,
                                                       size_t end,
-                                                      Request &request) {
+                                                      Request& request) {
   BuildRequest(buffer, request);
   StartRequest();
   Result r;
@@ -308,4 +292,4 @@ HttpRequestParser::Result HttpRequestParser::Complete(std::string_view buffer,
   return r;
 }
 
-} // namespace gearbox
+}  // namespace gearbox

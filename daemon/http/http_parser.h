@@ -34,21 +34,21 @@ struct HttpLimits {
 };
 
 class HttpRequestParser {
-public:
+ public:
   enum class Status { kComplete, kIncomplete, kError };
   struct Result {
     Status status = Status::kIncomplete;
-    size_t consumed = 0; // kComplete: bytes of `buffer` this request used
+    size_t consumed = 0;  // kComplete: bytes of `buffer` this request used
     // kError: 400, 413, 414, 417, 431, 501 or 505; the connection closes.
     int error_status = 0;
     // kIncomplete: answer "100 Continue" now (once).
     bool send_continue = false;
-    const char *error_reason = ""; // kError: short reason for logs, counters
+    const char* error_reason = "";  // kError: short reason for logs, counters
   };
 
   explicit HttpRequestParser(HttpLimits limits);
-  HttpRequestParser(const HttpRequestParser &) = delete;
-  HttpRequestParser &operator=(const HttpRequestParser &) = delete;
+  HttpRequestParser(const HttpRequestParser&) = delete;
+  HttpRequestParser& operator=(const HttpRequestParser&) = delete;
 
   // `buffer` holds every unconsumed byte, starting at the current request's
   // first byte; each call must see what the previous calls saw plus (possibly)
@@ -57,7 +57,7 @@ public:
   // internal body buffer for chunked bodies) and stay valid until the next
   // call; the caller then drops `consumed` bytes and calls again with the rest
   // for a pipelined request.
-  Result Parse(std::string_view buffer, Request &request);
+  Result Parse(std::string_view buffer, Request& request);
 
   // True once any byte of the current request has been seen (for timeouts:
   // idle vs header phase).
@@ -65,7 +65,7 @@ public:
   // True once the request head is complete and the body is being read.
   bool InBody() const { return phase_ == Phase::kBody; }
 
-private:
+ private:
   enum class Phase { kHead, kBody };
   enum class Framing { kNone, kLength, kChunked };
   struct Span {
@@ -77,58 +77,58 @@ private:
     Span value;
   };
 
-  static const llhttp_settings_t *Settings();
-  static int OnUrl(llhttp_t *p, const char *at, size_t len);
-  static int OnHeaderField(llhttp_t *p, const char *at, size_t len);
-  static int OnHeaderValue(llhttp_t *p, const char *at, size_t len);
-  static int OnHeadersComplete(llhttp_t *p);
-  static int OnMessageComplete(llhttp_t *p);
+  static const llhttp_settings_t* Settings();
+  static int OnUrl(llhttp_t* p, const char* at, size_t len);
+  static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
+  static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
+  static int OnHeadersComplete(llhttp_t* p);
+  static int OnMessageComplete(llhttp_t* p);
 
-  static void Extend(Span &span, uint32_t offset, size_t len);
-  uint32_t OffsetOf(const char *at) const {
+  static void Extend(Span& span, uint32_t offset, size_t len);
+  uint32_t OffsetOf(const char* at) const {
     return static_cast<uint32_t>(at - base_);
   }
-  std::string_view View(const Span &s) const {
+  std::string_view View(const Span& s) const {
     return std::string_view(base_ + s.offset, s.length);
   }
   void ResetLlhttp();
   void StartRequest();
   Result Fail(http::Verdict v);
-  Result ParseHead(std::string_view buffer, bool *done);
-  Result ParseBody(std::string_view buffer, Request &request);
-  http::Verdict OnLine(std::string_view buffer, const http::LineEvent &e,
-                       bool *done);
+  Result ParseHead(std::string_view buffer, bool* done);
+  Result ParseBody(std::string_view buffer, Request& request);
+  http::Verdict OnLine(std::string_view buffer, const http::LineEvent& e,
+                       bool* done);
   // Hands llhttp the checked bytes [fed_, end); the verdict of its errors.
   http::Verdict Feed(std::string_view buffer, size_t end);
   // The checks that need the whole head (run inside OnHeadersComplete).
   http::Verdict CheckHead();
   http::Verdict CheckFraming(bool http11, bool has_te,
-                             const http::CodingList &te);
-  Result Complete(std::string_view buffer, size_t end, Request &request);
-  void BuildRequest(std::string_view buffer, Request &request);
+                             const http::CodingList& te);
+  Result Complete(std::string_view buffer, size_t end, Request& request);
+  void BuildRequest(std::string_view buffer, Request& request);
 
   HttpLimits limits_;
   llhttp_t parser_;
-  const char *base_ = nullptr; // start of the buffer in the current Parse call
+  const char* base_ = nullptr;  // start of the buffer in the current Parse call
 
   // Per-request state, reset by StartRequest(); vectors keep their capacity.
   Phase phase_ = Phase::kHead;
-  size_t seen_ = 0; // bytes of the current request seen so far
-  size_t fed_ = 0;  // bytes handed to llhttp
+  size_t seen_ = 0;  // bytes of the current request seen so far
+  size_t fed_ = 0;   // bytes handed to llhttp
   http::LineReader lines_;
-  http::RequestLineShape shape_; // the request line so far
+  http::RequestLineShape shape_;  // the request line so far
   size_t shape_fed_ = 0;
   bool request_line_done_ = false;
   // Bytes llhttp is not given: the trailing OWS of field lines, which llhttp
   // 8.1 refuses after a Content-Length value ("5\t") although RFC 9110 5.5
   // strips it from every value. Sorted, as the lines are.
   std::vector<std::pair<size_t, size_t>> skipped_;
-  http::RequestLine line_; // method/target views are not kept: offsets below
+  http::RequestLine line_;  // method/target views are not kept: offsets below
   Span url_;
   std::vector<HeaderSpan> header_spans_;
   bool in_value_ = false;
   bool message_complete_ = false;
-  http::Verdict pending_; // a verdict taken inside an llhttp callback
+  http::Verdict pending_;  // a verdict taken inside an llhttp callback
   Framing framing_ = Framing::kNone;
   uint64_t content_length_ = 0;
   bool keep_alive_ = true;
@@ -137,7 +137,7 @@ private:
   size_t body_start_ = 0;
   http::ChunkedDecoder chunked_;
   std::vector<http::BodyPiece> body_pieces_;
-  std::string body_buffer_; // chunked bodies are copied here (non-contiguous)
+  std::string body_buffer_;  // chunked bodies are copied here (non-contiguous)
 };
 
-} // namespace gearbox
+}  // namespace gearbox

@@ -14,7 +14,7 @@ namespace gearbox::http {
 // What a check found: status 0 means acceptable.
 struct Verdict {
   int status = 0;
-  const char *reason = "";
+  const char* reason = "";
   bool ok() const { return status == 0; }
 };
 
@@ -42,19 +42,19 @@ struct RequestLine {
 // Checks a whole request line (without its CRLF), RFC 9112 3: structure
 // (400), version (505 for a major version other than 1), CONNECT (501:
 // gearbox is no proxy), then the target's form and syntax (400).
-Verdict ParseRequestLine(std::string_view line, RequestLine *out);
+Verdict ParseRequestLine(std::string_view line, RequestLine* out);
 // Follows a request line as it arrives, so that garbage is refused at once
 // rather than at the head limit: Feed() turns false for good when no request
 // line can start with the bytes fed so far (a structure ParseRequestLine
 // refuses with 400). O(1) per byte.
 class RequestLineShape {
-public:
+ public:
   bool Feed(std::string_view more);
   bool in_method() const { return part_ == 0; }
 
-private:
-  int part_ = 0;      // 0: method, 1: target, 2: version
-  size_t length_ = 0; // bytes of the current part so far
+ private:
+  int part_ = 0;       // 0: method, 1: target, 2: version
+  size_t length_ = 0;  // bytes of the current part so far
   bool bad_ = false;
 };
 
@@ -73,8 +73,8 @@ Verdict CheckFieldLine(std::string_view line);
 // already invalid, else 431 (RFC 6585 5; RFC 9112 5: an "appropriate 4xx").
 Verdict OverlongFieldLine(std::string_view prefix);
 // Splits a checked field line into its name and OWS-trimmed value.
-void SplitFieldLine(std::string_view line, std::string_view *name,
-                    std::string_view *value);
+void SplitFieldLine(std::string_view line, std::string_view* name,
+                    std::string_view* value);
 
 // RFC 9110 7.2 Host = uri-host [ ":" port ]; an empty value is valid.
 bool IsValidHost(std::string_view host);
@@ -87,23 +87,23 @@ struct AbsoluteTarget {
 };
 // "http"/"https" only, no userinfo (RFC 9110 4.2.4), a non-empty valid host
 // (4.2.1). Call only for TargetForm::kAbsolute.
-Verdict SplitAbsoluteTarget(std::string_view target, AbsoluteTarget *out);
+Verdict SplitAbsoluteTarget(std::string_view target, AbsoluteTarget* out);
 
 // How a request's Transfer-Encoding list frames its body (RFC 9112 6.1, 6.3).
 enum class Coding {
-  kChunked,     // exactly "chunked" (empty list elements ignored)
-  kNotFinal,    // chunked is not the final coding, or absent: 400
-  kDuplicate,   // chunked more than once: 400
-  kUnsupported, // another coding before chunked: 501
-  kMalformed,   // an element that is not a transfer-coding: 400
+  kChunked,      // exactly "chunked" (empty list elements ignored)
+  kNotFinal,     // chunked is not the final coding, or absent: 400
+  kDuplicate,    // chunked more than once: 400
+  kUnsupported,  // another coding before chunked: 501
+  kMalformed,    // an element that is not a transfer-coding: 400
 };
 // Feed every Transfer-Encoding field value in order.
 class CodingList {
-public:
+ public:
   void Add(std::string_view field_value);
   Coding Result() const;
 
-private:
+ private:
   int elements_ = 0;
   int chunked_ = 0;
   bool last_chunked_ = false;
@@ -114,10 +114,10 @@ private:
 // insensitive token lists; empty elements ignored.
 bool ListHasToken(std::string_view field_value, std::string_view token);
 // True when every member of the Expect value is "100-continue".
-bool OnlyContinueExpected(std::string_view field_value, bool *has_continue);
+bool OnlyContinueExpected(std::string_view field_value, bool* has_continue);
 
 // RFC 9112 7.1.1: what follows the chunk-size on a chunk line, without the
 // CRLF: *( BWS ";" BWS ext-name [ BWS "=" BWS ( token / quoted-string ) ] ).
 bool IsValidChunkExt(std::string_view rest);
 
-} // namespace gearbox::http
+}  // namespace gearbox::http

@@ -6,13 +6,13 @@
 namespace gearbox {
 namespace {
 
-void AppendNumber(std::string &out, uint64_t n) {
+void AppendNumber(std::string& out, uint64_t n) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), n);
   out.append(buf, end);
 }
 
-void AppendStatusLine(std::string &out, int status) {
+void AppendStatusLine(std::string& out, int status) {
   out.append("HTTP/1.1 ");
   AppendNumber(out, static_cast<uint64_t>(status));
   out.push_back(' ');
@@ -21,14 +21,14 @@ void AppendStatusLine(std::string &out, int status) {
   out.append(CachedDateHeader());
 }
 
-} // namespace
+}  // namespace
 
 std::string_view CachedDateHeader() {
   // One strftime per second per thread instead of one per response.
   thread_local time_t cached_second = 0;
   thread_local char buf[64];
   thread_local size_t len = 0;
-  time_t now = time(nullptr); // vDSO: no syscall
+  time_t now = time(nullptr);  // vDSO: no syscall
   if (now != cached_second) {
     cached_second = now;
     struct tm tm;
@@ -39,8 +39,8 @@ std::string_view CachedDateHeader() {
   return std::string_view(buf, len);
 }
 
-bool AppendHttpResponse(const Request &request, const Response &response,
-                        bool close, std::string &out) {
+bool AppendHttpResponse(const Request& request, const Response& response,
+                        bool close, std::string& out) {
   close = close || response.close || !request.keep_alive;
   AppendStatusLine(out, response.status);
   const bool bodiless =
@@ -59,13 +59,12 @@ bool AppendHttpResponse(const Request &request, const Response &response,
     out.append("Connection: keep-alive\r\n");
   }
   out.append("\r\n");
-  if (!request.is_head && !bodiless)
-    out.append(response.body);
+  if (!request.is_head && !bodiless) out.append(response.body);
   return close;
 }
 
 void AppendHttpError(int status, std::string_view extra_headers,
-                     std::string &out) {
+                     std::string& out) {
   AppendStatusLine(out, status);
   std::string_view reason = ReasonPhrase(status);
   out.append("Content-Type: text/plain\r\nContent-Length: ");
@@ -77,4 +76,4 @@ void AppendHttpError(int status, std::string_view extra_headers,
   out.push_back('\n');
 }
 
-} // namespace gearbox
+}  // namespace gearbox

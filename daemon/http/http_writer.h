@@ -13,13 +13,13 @@ namespace gearbox {
 // Appends the response to `out`. HEAD gets headers only; HTTP/1.0 keep-alive
 // gets "Connection: keep-alive"; `close` gets "Connection: close". Returns true
 // when the connection must close after this response.
-bool AppendHttpResponse(const Request &request, const Response &response,
-                        bool close, std::string &out);
+bool AppendHttpResponse(const Request& request, const Response& response,
+                        bool close, std::string& out);
 
 // Answer to input that never became a request (400, 408, 413, 431, 505,
 // 503...): always "Connection: close".
 void AppendHttpError(int status, std::string_view extra_headers,
-                     std::string &out);
+                     std::string& out);
 
 inline constexpr std::string_view kHttpContinue =
     "HTTP/1.1 100 Continue\r\n\r\n";
@@ -27,4 +27,4 @@ inline constexpr std::string_view kHttpContinue =
 // "Date: <IMF-fixdate>\r\n", formatted at most once per second per thread.
 std::string_view CachedDateHeader();
 
-} // namespace gearbox
+}  // namespace gearbox

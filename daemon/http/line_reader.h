@@ -10,11 +10,11 @@ namespace gearbox::http {
 
 struct LineEvent {
   enum Kind {
-    kNeedMore,  // no complete line yet
-    kLine,      // a line: content [begin, end), its CRLF at end
-    kBareCr,    // a CR at `end` followed by something other than LF
-    kBareLf,    // an LF at `end` without a CR before it
-    kOverLimit, // a content byte at `end` is at or past the limit
+    kNeedMore,   // no complete line yet
+    kLine,       // a line: content [begin, end), its CRLF at end
+    kBareCr,     // a CR at `end` followed by something other than LF
+    kBareLf,     // an LF at `end` without a CR before it
+    kOverLimit,  // a content byte at `end` is at or past the limit
   };
   Kind kind = kNeedMore;
   size_t begin = 0;
@@ -22,7 +22,7 @@ struct LineEvent {
 };
 
 class LineReader {
-public:
+ public:
   void Start(size_t at) { begin_ = scan_ = at; }
   size_t begin() const { return begin_; }
 
@@ -32,28 +32,23 @@ public:
   // reach (the CRLF never counts).
   LineEvent Next(std::string_view buf, size_t limit) {
     size_t i = scan_;
-    while (i < buf.size() && buf[i] != '\r' && buf[i] != '\n')
-      ++i;
+    while (i < buf.size() && buf[i] != '\r' && buf[i] != '\n') ++i;
     if (i > scan_ && i > limit) {
       return {LineEvent::kOverLimit, begin_, scan_ > limit ? scan_ : limit};
     }
     scan_ = i;
-    if (i == buf.size())
-      return {LineEvent::kNeedMore, begin_, i};
-    if (buf[i] == '\n')
-      return {LineEvent::kBareLf, begin_, i};
-    if (i + 1 == buf.size())
-      return {LineEvent::kNeedMore, begin_, i};
-    if (buf[i + 1] != '\n')
-      return {LineEvent::kBareCr, begin_, i};
+    if (i == buf.size()) return {LineEvent::kNeedMore, begin_, i};
+    if (buf[i] == '\n') return {LineEvent::kBareLf, begin_, i};
+    if (i + 1 == buf.size()) return {LineEvent::kNeedMore, begin_, i};
+    if (buf[i + 1] != '\n') return {LineEvent::kBareCr, begin_, i};
     LineEvent line{LineEvent::kLine, begin_, i};
     begin_ = scan_ = i + 2;
     return line;
   }
 
-private:
-  size_t begin_ = 0; // first byte of the current line
-  size_t scan_ = 0;  // next byte to look at
+ private:
+  size_t begin_ = 0;  // first byte of the current line
+  size_t scan_ = 0;   // next byte to look at
 };
 
-} // namespace gearbox::http
+}  // namespace gearbox::http

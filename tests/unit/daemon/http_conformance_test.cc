@@ -79,8 +79,7 @@ class CodecConnection {
           TheRouter().Find(request.path)->Start(request);
       while (!exchange->Resume(response).done()) {
       }
-      const bool close =
-          codec_->AppendResponse(request, response, false, out_);
+      const bool close = codec_->AppendResponse(request, response, false, out_);
       data_.erase(0, r.consumed);
       if (close) {
         closed_ = true;
@@ -164,7 +163,8 @@ class HttpConformance : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(HttpConformance, EverySplitGivesTheExpectedVerdict) {
   const Case& c = TheSuite().cases[GetParam()];
-  SCOPED_TRACE(c.id + " (" + c.section + "): " + conformance::Printable(c.bytes));
+  SCOPED_TRACE(c.id + " (" + c.section +
+               "): " + conformance::Printable(c.bytes));
   const size_t n = c.bytes.size();
   Played whole = Play(c, {n});
   EXPECT_EQ(conformance::Compare(c, whole.verdict), "")
@@ -179,8 +179,8 @@ TEST_P(HttpConformance, EverySplitGivesTheExpectedVerdict) {
     Played split = Play(c, {k, n});
     if (!SameOutcome(split, whole)) {
       ADD_FAILURE() << "split at " << k << " of " << n << ": "
-                    << conformance::Describe(split.verdict) << "; whole: "
-                    << conformance::Describe(whole.verdict);
+                    << conformance::Describe(split.verdict)
+                    << "; whole: " << conformance::Describe(whole.verdict);
       break;  // one is enough to read
     }
   }

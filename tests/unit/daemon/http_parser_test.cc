@@ -35,30 +35,29 @@ struct Outcome {
   bool keep_alive = false;
   bool is_head = false;
 
-  bool operator==(const Outcome &) const = default;
+  bool operator==(const Outcome&) const = default;
 };
 
 std::string StatusName(Status s) {
   switch (s) {
-  case Status::kComplete:
-    return "complete";
-  case Status::kIncomplete:
-    return "incomplete";
-  case Status::kError:
-    return "error";
+    case Status::kComplete:
+      return "complete";
+    case Status::kIncomplete:
+      return "incomplete";
+    case Status::kError:
+      return "error";
   }
   return "?";
 }
 
 // Long fields are cut so a failure stays readable.
 std::string Clip(std::string_view s) {
-  if (s.size() <= 60)
-    return std::string(s);
+  if (s.size() <= 60) return std::string(s);
   return std::string(s.substr(0, 60)) + "...(" + std::to_string(s.size()) +
          " bytes)";
 }
 
-std::ostream &operator<<(std::ostream &os, const Outcome &o) {
+std::ostream& operator<<(std::ostream& os, const Outcome& o) {
   os << "{" << StatusName(o.status) << " consumed=" << o.consumed;
   if (o.status == Status::kError) {
     os << " error=" << o.error_status << " reason=" << o.error_reason;
@@ -66,8 +65,7 @@ std::ostream &operator<<(std::ostream &os, const Outcome &o) {
   if (o.status == Status::kComplete) {
     os << " " << o.method << " " << Clip(o.target) << " HTTP/" << o.major << "."
        << o.minor << " headers=[";
-    for (const auto &[n, v] : o.headers)
-      os << n << ": " << Clip(v) << "; ";
+    for (const auto& [n, v] : o.headers) os << n << ": " << Clip(v) << "; ";
     os << "] body=\"" << Clip(o.body) << "\" keep_alive=" << o.keep_alive
        << " is_head=" << o.is_head;
   }
@@ -75,18 +73,17 @@ std::ostream &operator<<(std::ostream &os, const Outcome &o) {
 }
 
 struct Trace {
-  std::vector<Outcome> outcomes; // completed requests, then the final verdict
-  int continues = 0;             // how many times send_continue was set
-  bool operator==(const Trace &o) const { return outcomes == o.outcomes; }
+  std::vector<Outcome> outcomes;  // completed requests, then the final verdict
+  int continues = 0;              // how many times send_continue was set
+  bool operator==(const Trace& o) const { return outcomes == o.outcomes; }
 };
 
-std::ostream &operator<<(std::ostream &os, const Trace &r) {
-  for (const Outcome &o : r.outcomes)
-    os << "  " << o << "\n";
+std::ostream& operator<<(std::ostream& os, const Trace& r) {
+  for (const Outcome& o : r.outcomes) os << "  " << o << "\n";
   return os;
 }
 
-Outcome Snapshot(const HttpRequestParser::Result &r, const Request &req) {
+Outcome Snapshot(const HttpRequestParser::Result& r, const Request& req) {
   Outcome o;
   o.status = r.status;
   o.consumed = r.consumed;
@@ -99,7 +96,7 @@ Outcome Snapshot(const HttpRequestParser::Result &r, const Request &req) {
     o.query = req.query;
     o.major = req.version_major;
     o.minor = req.version_minor;
-    for (const Header &h : req.headers) {
+    for (const Header& h : req.headers) {
       o.headers.emplace_back(std::string(h.name), std::string(h.value));
     }
     o.body = req.body;
@@ -115,7 +112,7 @@ Outcome Snapshot(const HttpRequestParser::Result &r, const Request &req) {
 // would. Every call gets a fresh copy of the buffer, at a new address, so the
 // parser cannot keep pointers from one call to the next (a real Buffer compacts
 // and reallocates).
-Trace Play(std::string_view input, const std::vector<size_t> &cuts,
+Trace Play(std::string_view input, const std::vector<size_t>& cuts,
            HttpLimits limits) {
   HttpRequestParser parser(limits);
   Request request;
@@ -128,26 +125,24 @@ Trace Play(std::string_view input, const std::vector<size_t> &cuts,
     for (;;) {
       std::string copy = data;
       HttpRequestParser::Result r = parser.Parse(copy, request);
-      if (r.send_continue)
-        ++run.continues;
+      if (r.send_continue) ++run.continues;
       if (r.status == Status::kComplete) {
         run.outcomes.push_back(Snapshot(r, request));
         EXPECT_GT(r.consumed, 0u);
         EXPECT_LE(r.consumed, copy.size());
         data.erase(0, r.consumed);
-        if (data.empty())
-          break;
+        if (data.empty()) break;
         continue;
       }
       if (r.status == Status::kError) {
         run.outcomes.push_back(Snapshot(r, request));
         return run;
       }
-      break; // incomplete: wait for more bytes
+      break;  // incomplete: wait for more bytes
     }
   }
   if (!data.empty()) {
-    Outcome o; // the bytes left over when the input ran out
+    Outcome o;  // the bytes left over when the input ran out
     o.status = Status::kIncomplete;
     o.consumed = data.size();
     run.outcomes.push_back(o);
@@ -170,7 +165,7 @@ Trace PlayAllSplits(std::string_view input, HttpLimits limits = HttpLimits{}) {
                     << whole;
       break;
     }
-    Trace again = Play(input, {k, k, n}, limits); // a call with nothing new
+    Trace again = Play(input, {k, k, n}, limits);  // a call with nothing new
     if (again != whole) {
       ADD_FAILURE() << "repeated split at " << k << " of " << n << ":\n"
                     << again << "whole buffer:\n"
@@ -179,16 +174,14 @@ Trace PlayAllSplits(std::string_view input, HttpLimits limits = HttpLimits{}) {
     }
   }
   std::vector<size_t> bytewise;
-  for (size_t k = 1; k <= n; ++k)
-    bytewise.push_back(k);
+  for (size_t k = 1; k <= n; ++k) bytewise.push_back(k);
   EXPECT_EQ(Play(input, bytewise, limits), whole) << "byte by byte";
   return whole;
 }
 
-std::string_view Find(const Outcome &o, std::string_view name) {
-  for (const auto &[n, v] : o.headers) {
-    if (n == name)
-      return v;
+std::string_view Find(const Outcome& o, std::string_view name) {
+  for (const auto& [n, v] : o.headers) {
+    if (n == name) return v;
   }
   return {};
 }
@@ -197,9 +190,8 @@ std::string_view Find(const Outcome &o, std::string_view name) {
 // default limits), after checking its status.
 std::string ExpectErrorAnyLimits(std::string_view input, int status) {
   Trace run = PlayAllSplits(input);
-  if (run.outcomes.empty())
-    return "no outcome";
-  const Outcome &last = run.outcomes.back();
+  if (run.outcomes.empty()) return "no outcome";
+  const Outcome& last = run.outcomes.back();
   EXPECT_EQ(last.status, Status::kError) << run;
   EXPECT_EQ(last.error_status, status) << run;
   return last.error_reason;
@@ -211,7 +203,7 @@ std::string ExpectErrorAnyLimits(std::string_view input, int status) {
 TEST(HttpParserTest, SimpleGet) {
   Trace run = PlayAllSplits("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   EXPECT_EQ(o.status, Status::kComplete);
   EXPECT_EQ(o.consumed, 27u);
   EXPECT_EQ(o.method, "GET");
@@ -227,15 +219,16 @@ TEST(HttpParserTest, SimpleGet) {
 }
 
 TEST(HttpParserTest, RequestViewsAreUsableAndHeadersCaseInsensitive) {
-  const std::string input = "GET /x HTTP/1.1\r\n"
-                            "Host: example.com\r\n"
-                            "X-Custom:   padded value \t \r\n"
-                            "ACCEPT: text/html\r\n"
-                            "Empty:\r\n"
-                            "\r\n";
+  const std::string input =
+      "GET /x HTTP/1.1\r\n"
+      "Host: example.com\r\n"
+      "X-Custom:   padded value \t \r\n"
+      "ACCEPT: text/html\r\n"
+      "Empty:\r\n"
+      "\r\n";
   Trace run = PlayAllSplits(input);
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.status, Status::kComplete);
   ASSERT_EQ(o.headers.size(), 4u) << o;
   EXPECT_EQ(Find(o, "Host"), "example.com");
@@ -261,7 +254,7 @@ TEST(HttpParserTest, QueryStringSplit) {
       "GET /wait?ms=25&name=bob&flag&x=&ms=99 HTTP/1.1\r\nHost: a\r\n\r\n";
   Trace run = PlayAllSplits(input);
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.status, Status::kComplete);
   EXPECT_EQ(o.target, "/wait?ms=25&name=bob&flag&x=&ms=99");
   EXPECT_EQ(o.path, "/wait");
@@ -270,7 +263,7 @@ TEST(HttpParserTest, QueryStringSplit) {
   HttpRequestParser parser(HttpLimits{});
   Request req;
   ASSERT_EQ(parser.Parse(input, req).status, Status::kComplete);
-  EXPECT_EQ(req.QueryParam("ms"), "25"); // the first one wins
+  EXPECT_EQ(req.QueryParam("ms"), "25");  // the first one wins
   EXPECT_EQ(req.QueryParam("name"), "bob");
   EXPECT_EQ(req.QueryParam("flag"), "");
   EXPECT_EQ(req.QueryParam("x"), "");
@@ -300,7 +293,7 @@ TEST(HttpParserTest, AbsoluteFormRoutesOnPathAndTakesHostFromTarget) {
       "GET http://other.example:8080/p?q=1 HTTP/1.1\r\nHost: t\r\n"
       "X-A: 1\r\n\r\n");
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.status, Status::kComplete) << o;
   EXPECT_EQ(o.path, "/p");
   EXPECT_EQ(o.query, "q=1");
@@ -311,7 +304,7 @@ TEST(HttpParserTest, AbsoluteFormRoutesOnPathAndTakesHostFromTarget) {
   // HTTP/1.0 may omit Host: the target's authority becomes one.
   run = PlayAllSplits("GET https://h.example HTTP/1.0\r\n\r\n");
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  EXPECT_EQ(run.outcomes[0].path, "/"); // an empty path means "/"
+  EXPECT_EQ(run.outcomes[0].path, "/");  // an empty path means "/"
   EXPECT_EQ(Find(run.outcomes[0], "Host"), "h.example");
 }
 
@@ -326,7 +319,7 @@ TEST(HttpParserTest, HostIsRequiredOnceAndValid) {
   Trace run = PlayAllSplits("GET / HTTP/1.0\r\n\r\n");
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
   EXPECT_EQ(run.outcomes[0].status, Status::kComplete);
-  run = PlayAllSplits("GET / HTTP/1.1\r\nHost:\r\n\r\n"); // empty: valid
+  run = PlayAllSplits("GET / HTTP/1.1\r\nHost:\r\n\r\n");  // empty: valid
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
   EXPECT_EQ(run.outcomes[0].status, Status::kComplete);
 }
@@ -337,7 +330,7 @@ TEST(HttpParserTest, PostWithContentLength) {
       "Content-Length: 11\r\n\r\nhello world";
   Trace run = PlayAllSplits(input);
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.status, Status::kComplete);
   EXPECT_EQ(o.method, "POST");
   EXPECT_EQ(o.path, "/echo");
@@ -363,7 +356,7 @@ TEST(HttpParserTest, ChunkedBodyIsReassembled) {
       "0\r\nX-Trailer: yes\r\n\r\n";
   Trace run = PlayAllSplits(input);
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
-  const Outcome &o = run.outcomes[0];
+  const Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.status, Status::kComplete) << o;
   EXPECT_EQ(o.body, "hello world again");
   EXPECT_EQ(o.consumed, input.size());
@@ -412,8 +405,7 @@ TEST(HttpParserTest, PipelinedRequestsAreConsumedOneAtATime) {
   EXPECT_TRUE(run.outcomes[3].is_head);
   EXPECT_FALSE(run.outcomes[3].keep_alive);
   EXPECT_EQ(run.outcomes[3].consumed, d.size());
-  for (int i = 0; i < 3; ++i)
-    EXPECT_TRUE(run.outcomes[i].keep_alive) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(run.outcomes[i].keep_alive) << i;
 }
 
 TEST(HttpParserTest, PipelineStopsAtPartialRequest) {
@@ -424,7 +416,7 @@ TEST(HttpParserTest, PipelineStopsAtPartialRequest) {
   EXPECT_EQ(run.outcomes[0].status, Status::kComplete);
   EXPECT_EQ(run.outcomes[0].consumed, a.size());
   EXPECT_EQ(run.outcomes[1].status, Status::kIncomplete);
-  EXPECT_EQ(run.outcomes[1].consumed, partial.size()); // left in the buffer
+  EXPECT_EQ(run.outcomes[1].consumed, partial.size());  // left in the buffer
 }
 
 TEST(HttpParserTest, InRequestAndInBody) {
@@ -444,7 +436,7 @@ TEST(HttpParserTest, InRequestAndInBody) {
   HttpRequestParser::Result r = parser.Parse(buf, req);
   ASSERT_EQ(r.status, Status::kComplete);
   EXPECT_EQ(req.body, "abcd");
-  EXPECT_FALSE(parser.InRequest()); // idle again between requests
+  EXPECT_FALSE(parser.InRequest());  // idle again between requests
   EXPECT_FALSE(parser.InBody());
 }
 
@@ -505,7 +497,7 @@ TEST(HttpParserTest, UpgradeIsIgnoredAndTheConnectionKept) {
   const std::string with_body =
       "POST /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: h2c\r\n"
       "Content-Length: 2\r\n\r\nab";
-  for (const std::string &input : {ws, with_body}) {
+  for (const std::string& input : {ws, with_body}) {
     Trace run = PlayAllSplits(input);
     ASSERT_EQ(run.outcomes.size(), 1u) << run;
     EXPECT_EQ(run.outcomes[0].status, Status::kComplete) << run;
@@ -539,7 +531,7 @@ TEST(HttpParserTest, ExpectContinueIsSignalledOnceWhenHeadArrivesAlone) {
   HttpRequestParser::Result r = parser.Parse(buf, req);
   EXPECT_EQ(r.status, Status::kIncomplete);
   EXPECT_TRUE(r.send_continue);
-  r = parser.Parse(buf, req); // nothing new: no second Continue
+  r = parser.Parse(buf, req);  // nothing new: no second Continue
   EXPECT_EQ(r.status, Status::kIncomplete);
   EXPECT_FALSE(r.send_continue);
   buf += "he";
@@ -558,14 +550,13 @@ TEST(HttpParserTest, ExpectContinueIsSignalledOnceWhenHeadArrivesAlone) {
   Trace whole = PlayAllSplits(input);
   ASSERT_EQ(whole.outcomes.size(), 1u) << whole;
   EXPECT_EQ(whole.outcomes[0].body, "hello");
-  EXPECT_EQ(whole.continues, 0); // the body came with the head: nothing to ask
+  EXPECT_EQ(whole.continues, 0);  // the body came with the head: nothing to ask
   for (size_t k = 1; k < input.size(); ++k) {
     Trace split = Play(input, {k, input.size()}, HttpLimits{});
     EXPECT_EQ(split.continues, k >= head.size() ? 1 : 0) << "split at " << k;
   }
   std::vector<size_t> bytewise;
-  for (size_t k = 1; k <= input.size(); ++k)
-    bytewise.push_back(k);
+  for (size_t k = 1; k <= input.size(); ++k) bytewise.push_back(k);
   EXPECT_EQ(Play(input, bytewise, HttpLimits{}).continues, 1);
 }
 
@@ -580,8 +571,9 @@ TEST(HttpParserTest, ExpectContinueWithoutBodyOrForChunked) {
 
   // Chunked body: Continue after the head.
   HttpRequestParser chunked(HttpLimits{});
-  std::string buf = "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n";
+  std::string buf =
+      "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
   r = chunked.Parse(buf, req);
   EXPECT_EQ(r.status, Status::kIncomplete);
   EXPECT_TRUE(r.send_continue);
@@ -594,8 +586,9 @@ TEST(HttpParserTest, ExpectContinueWithoutBodyOrForChunked) {
 TEST(HttpParserTest, ExpectContinueResetsForTheNextRequest) {
   HttpRequestParser parser(HttpLimits{});
   Request req;
-  const std::string head = "POST / HTTP/1.1\r\nHost: a\r\nExpect: "
-                           "100-continue\r\nContent-Length: 1\r\n\r\n";
+  const std::string head =
+      "POST / HTTP/1.1\r\nHost: a\r\nExpect: "
+      "100-continue\r\nContent-Length: 1\r\n\r\n";
   for (int i = 0; i < 2; ++i) {
     std::string buf = head;
     HttpRequestParser::Result r = parser.Parse(buf, req);
@@ -610,10 +603,10 @@ TEST(HttpParserTest, ExpectContinueResetsForTheNextRequest) {
 TEST(HttpParserTest, ExpectContinueWithOversizeBodyIsRefusedFirst) {
   HttpRequestParser parser(HttpLimits{256, 64});
   Request req;
-  HttpRequestParser::Result r =
-      parser.Parse("POST / HTTP/1.1\r\nHost: a\r\nExpect: "
-                   "100-continue\r\nContent-Length: 65\r\n\r\n",
-                   req);
+  HttpRequestParser::Result r = parser.Parse(
+      "POST / HTTP/1.1\r\nHost: a\r\nExpect: "
+      "100-continue\r\nContent-Length: 65\r\n\r\n",
+      req);
   EXPECT_EQ(r.status, Status::kError);
   EXPECT_EQ(r.error_status, 413);
   EXPECT_FALSE(r.send_continue);
@@ -628,9 +621,8 @@ Outcome ExpectError(std::string_view input, int status,
                     HttpLimits limits = kSmall) {
   Trace run = PlayAllSplits(input, limits);
   EXPECT_FALSE(run.outcomes.empty());
-  if (run.outcomes.empty())
-    return {};
-  const Outcome &last = run.outcomes.back();
+  if (run.outcomes.empty()) return {};
+  const Outcome& last = run.outcomes.back();
   EXPECT_EQ(last.status, Status::kError) << Clip(input) << "\n" << run;
   EXPECT_EQ(last.error_status, status) << Clip(input) << "\n" << run;
   EXPECT_STRNE(last.error_reason.c_str(), "") << Clip(input) << "\n" << run;
@@ -670,8 +662,7 @@ TEST(HttpParserTest, OversizeHeaderBlockIs431) {
   EXPECT_EQ(o.error_reason, "header_too_large");
   // Many small headers.
   std::string many = "GET / HTTP/1.1\r\nHost: a\r\n";
-  for (int i = 0; i < 40; ++i)
-    many += "X-H" + std::to_string(i) + ": 1\r\n";
+  for (int i = 0; i < 40; ++i) many += "X-H" + std::to_string(i) + ": 1\r\n";
   ExpectError(many + "\r\n", 431);
   // With a body behind the head.
   ExpectError("POST / HTTP/1.1\r\nHost: a\r\nX-Big: " + big +
@@ -752,9 +743,10 @@ TEST(HttpParserTest, ContentLengthOverLimitIs413BeforeTheBody) {
 }
 
 TEST(HttpParserTest, ContentLengthOverflowIs400) {
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
-              "99999999999999999999999\r\n\r\n",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+      "99999999999999999999999\r\n\r\n",
+      400);
   ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400);
   ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n", 400);
 }
@@ -766,7 +758,7 @@ TEST(HttpParserTest, ChunkSizeOverLimitIs413BeforeItsData) {
       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
   Outcome o = ExpectError(head + "41\r\n", 413);
   EXPECT_EQ(o.error_reason, "body_too_large");
-  ExpectError(head + "41;ext=1", 413); // known at the first byte after it
+  ExpectError(head + "41;ext=1", 413);  // known at the first byte after it
   ExpectError(head + "FFFFFFFFFFFFFFFF\r\n", 413);
   // More than 64 bits: 400, at the digit that overflows.
   o = ExpectError(head + "FFFFFFFFFFFFFFFFF", 400);
@@ -783,14 +775,14 @@ TEST(HttpParserTest, ChunkExtensionsFollowTheGrammar) {
   // BWS and quoted-pairs.
   const std::string head =
       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (const char *ext : {";a", ";a=b", ";a=\"b c\"", ";a=\"q\\\"p\\\\\"",
+  for (const char* ext : {";a", ";a=b", ";a=\"b c\"", ";a=\"q\\\"p\\\\\"",
                           " ; a = b ;c", "\t;a=\"\"", ";a=b;c=\"d\";e"}) {
     Trace run = PlayAllSplits(head + "2" + ext + "\r\nhi\r\n0\r\n\r\n");
     ASSERT_EQ(run.outcomes.size(), 1u) << ext << run;
     EXPECT_EQ(run.outcomes[0].status, Status::kComplete) << ext << run;
     EXPECT_EQ(run.outcomes[0].body, "hi") << ext;
   }
-  for (const char *ext : {";", "; ", ";=b", ";a=", ";a=\"b", ";a=b c", " ",
+  for (const char* ext : {";", "; ", ";=b", ";a=", ";a=\"b", ";a=b c", " ",
                           ";a=\"\\", ";a\x01", ";a=\"\x7f\""}) {
     ExpectError(head + "2" + ext + "\r\nhi\r\n0\r\n\r\n", 400);
   }
@@ -814,13 +806,11 @@ TEST(HttpParserTest, ChunkedBodyOverLimitIs413) {
   EXPECT_EQ(o.error_reason, "body_too_large");
   // Many small chunks adding up to more than the limit.
   std::string chunks;
-  for (int i = 0; i < 9; ++i)
-    chunks += "8\r\n" + std::string(8, 'y') + "\r\n";
+  for (int i = 0; i < 9; ++i) chunks += "8\r\n" + std::string(8, 'y') + "\r\n";
   ExpectError(head + chunks + "0\r\n\r\n", 413);
   // Exactly the limit in chunks is fine.
   std::string fits;
-  for (int i = 0; i < 8; ++i)
-    fits += "8\r\n" + std::string(8, 'y') + "\r\n";
+  for (int i = 0; i < 8; ++i) fits += "8\r\n" + std::string(8, 'y') + "\r\n";
   Trace ok = PlayAllSplits(head + fits + "0\r\n\r\n", kSmall);
   ASSERT_EQ(ok.outcomes.size(), 1u) << ok;
   EXPECT_EQ(ok.outcomes[0].status, Status::kComplete);
@@ -831,7 +821,7 @@ TEST(HttpParserTest, UnsupportedVersionsAre505) {
   // Changed (issue 14): 1.2 and 1.9 left this list. RFC 9110 15.6.6 makes 505
   // about the major version, and 6.2 says to serve a higher minor version as
   // the highest one implemented: see HigherMinorVersionIsServedAs11.
-  for (const char *version : {"2.0", "3.0", "0.9", "9.9"}) {
+  for (const char* version : {"2.0", "3.0", "0.9", "9.9"}) {
     Outcome o = ExpectError(
         std::string("GET / HTTP/") + version + "\r\nHost: a\r\n\r\n", 505);
     EXPECT_EQ(o.error_reason, "bad_version") << version;
@@ -839,7 +829,7 @@ TEST(HttpParserTest, UnsupportedVersionsAre505) {
 }
 
 TEST(HttpParserTest, HigherMinorVersionIsServedAs11) {
-  for (const char *version : {"1.2", "1.9"}) {
+  for (const char* version : {"1.2", "1.9"}) {
     Trace run = PlayAllSplits(std::string("GET / HTTP/") + version +
                               "\r\nHost: a\r\n\r\n");
     ASSERT_EQ(run.outcomes.size(), 1u) << run;
@@ -850,33 +840,38 @@ TEST(HttpParserTest, HigherMinorVersionIsServedAs11) {
 }
 
 TEST(HttpParserTest, ContentLengthWithChunkedIs400) {
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
-              "3\r\nTransfer-Encoding: chunked\r\n"
-              "\r\n3\r\nabc\r\n0\r\n\r\n",
-              400);
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
-              "chunked\r\nContent-Length: 3\r\n"
-              "\r\n3\r\nabc\r\n0\r\n\r\n",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+      "3\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n3\r\nabc\r\n0\r\n\r\n",
+      400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+      "chunked\r\nContent-Length: 3\r\n"
+      "\r\n3\r\nabc\r\n0\r\n\r\n",
+      400);
 }
 
 TEST(HttpParserTest, TransferEncodingNotEndingInChunkedIs400) {
   // A request body whose length cannot be determined (RFC 9112 6.3).
   ExpectError(
       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nabc", 400);
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, "
-              "gzip\r\n\r\nabc",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, "
+      "gzip\r\n\r\nabc",
+      400);
 }
 
 TEST(HttpParserTest, DuplicateContentLengthIs400) {
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
-              "3\r\nContent-Length: 4\r\n\r\nabcd",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+      "3\r\nContent-Length: 4\r\n\r\nabcd",
+      400);
   // llhttp 8.1 rejects any repeated Content-Length, even an identical one.
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
-              "3\r\nContent-Length: 3\r\n\r\nabc",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+      "3\r\nContent-Length: 3\r\n\r\nabc",
+      400);
 }
 
 TEST(HttpParserTest, WhitespaceBeforeColonIs400) {
@@ -885,19 +880,21 @@ TEST(HttpParserTest, WhitespaceBeforeColonIs400) {
   ExpectError("GET / HTTP/1.1\r\nHost: a\r\nX\t: a\r\n\r\n", 400);
   ExpectError("POST / HTTP/1.1\r\nHost: a\r\nContent-Length : 3\r\n\r\nabc",
               400);
-  ExpectError("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : "
-              "chunked\r\n\r\n0\r\n\r\n",
-              400);
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : "
+      "chunked\r\n\r\n0\r\n\r\n",
+      400);
 }
 
 TEST(HttpParserTest, ObsFoldIs400) {
   // RFC 9112 5.2. llhttp 8.1 accepts it and keeps the CRLF in the value, which
   // the echo handler would copy into a response header.
   ExpectError("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400);
-  ExpectError("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Type: "
-              "text/plain\r\n\tX-Evil: 1\r\n"
-              "Content-Length: 1\r\n\r\nz",
-              400);
+  ExpectError(
+      "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Type: "
+      "text/plain\r\n\tX-Evil: 1\r\n"
+      "Content-Length: 1\r\n\r\nz",
+      400);
 }
 
 TEST(HttpParserTest, BareLfLineEndingsAre400) {
@@ -922,18 +919,15 @@ TEST(HttpParserTest, RandomBytesNeverCrash) {
   std::uniform_int_distribution<int> length(1, 300);
   for (int i = 0; i < 300; ++i) {
     std::string input(static_cast<size_t>(length(rng)), '\0');
-    for (char &c : input)
-      c = static_cast<char>(byte(rng));
-    if (i % 3 == 0)
-      input = "GET / HTTP/1.1\r\n" + input; // garbage headers
+    for (char& c : input) c = static_cast<char>(byte(rng));
+    if (i % 3 == 0) input = "GET / HTTP/1.1\r\n" + input;  // garbage headers
     if (i % 3 == 1)
       input = "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\n" + input;
     Trace whole = Play(input, {input.size()}, kSmall);
     std::vector<size_t> bytewise;
-    for (size_t k = 1; k <= input.size(); ++k)
-      bytewise.push_back(k);
+    for (size_t k = 1; k <= input.size(); ++k) bytewise.push_back(k);
     EXPECT_EQ(Play(input, bytewise, kSmall), whole) << "input " << i;
-    for (const Outcome &o : whole.outcomes) {
+    for (const Outcome& o : whole.outcomes) {
       if (o.status == Status::kError) {
         EXPECT_TRUE(o.error_status == 400 || o.error_status == 413 ||
                     o.error_status == 414 || o.error_status == 417 ||
@@ -956,8 +950,9 @@ TEST(HttpCodecTest, ContinueAndErrorsAreWrittenToOut) {
   ASSERT_NE(codec, nullptr);
   Request req;
   std::string out;
-  std::string buf = "POST / HTTP/1.1\r\nHost: a\r\nExpect: "
-                    "100-continue\r\nContent-Length: 2\r\n\r\n";
+  std::string buf =
+      "POST / HTTP/1.1\r\nHost: a\r\nExpect: "
+      "100-continue\r\nContent-Length: 2\r\n\r\n";
   ServerCodec::Result r = codec->Parse(buf, req, out);
   EXPECT_EQ(r.status, ServerCodec::Status::kIncomplete);
   EXPECT_EQ(out, kHttpContinue);
@@ -998,5 +993,5 @@ TEST(HttpCodecTest, LimitsComeFromConfig) {
   EXPECT_EQ(out.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << out;
 }
 
-} // namespace
-} // namespace gearbox
+}  // namespace
+}  // namespace gearbox
