@@ -8,7 +8,7 @@ using http::EqualsNoCase;
 using http::Verdict;
 
 Verdict HttpRequestParser::CheckHead() {
-  const bool http11 = line_.minor >= 1;
+  const bool http11 = minor_ >= 1;
   int hosts = 0;
   std::string_view host;
   bool has_te = false;
@@ -94,7 +94,7 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
       llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
   const std::string_view target(base + url_.offset, url_.length);
   std::string_view authority;
-  if (line_.form == http::TargetForm::kAbsolute) {
+  if (form_ == http::TargetForm::kAbsolute) {
     // RFC 9112 3.2.2: route on the path, take the host from the target.
     http::AbsoluteTarget parts;
     http::SplitAbsoluteTarget(target, &parts);
@@ -106,7 +106,7 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   }
   request.version_major = 1;
   // RFC 9110 6.2: a higher minor version is served as 1.1.
-  request.version_minor = line_.minor >= 1 ? 1 : 0;
+  request.version_minor = minor_ >= 1 ? 1 : 0;
   request.headers.clear();
   bool host_replaced = false;
   for (const HeaderSpan& h : header_spans_) {
@@ -124,17 +124,18 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   }
   if (framing_ == Framing::kLength) {
     request.body = std::string_view(base + body_start_, content_length_);
-  } else if (body_pieces_.empty()) {
+  } else if (framing_ == Framing::kNone || chunked_->pieces.empty()) {
     request.body = {};
-  } else if (body_pieces_.size() == 1) {
-    request.body =
-        std::string_view(base + body_pieces_[0].offset, body_pieces_[0].length);
+  } else if (chunked_->pieces.size() == 1) {
+    const http::BodyPiece& p = chunked_->pieces[0];
+    request.body = std::string_view(base + p.offset, p.length);
   } else {
-    body_buffer_.clear();
-    for (const http::BodyPiece& p : body_pieces_) {
-      body_buffer_.append(base + p.offset, p.length);
+    std::string& joined = chunked_->joined;
+    joined.clear();
+    for (const http::BodyPiece& p : chunked_->pieces) {
+      joined.append(base + p.offset, p.length);
     }
-    request.body = body_buffer_;
+    request.body = joined;
   }
   request.keep_alive = keep_alive_;
   request.is_head = parser_.method == HTTP_HEAD;

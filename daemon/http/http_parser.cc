@@ -44,12 +44,12 @@ void HttpRequestParser::ResetLlhttp() {
 void HttpRequestParser::StartRequest() {
   phase_ = Phase::kHead;
   seen_ = 0;
-  fed_ = 0;
   lines_.Start(0);
   shape_ = {};
   shape_fed_ = 0;
   request_line_done_ = false;
-  skipped_.clear();
+  form_ = http::TargetForm::kOrigin;
+  minor_ = 1;
   url_ = {};
   header_spans_.clear();
   in_value_ = false;
@@ -61,7 +61,7 @@ void HttpRequestParser::StartRequest() {
   expects_continue_ = false;
   continue_sent_ = false;
   body_start_ = 0;
-  body_pieces_.clear();
+  if (chunked_) chunked_->pieces.clear();
 }
 
 void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
@@ -127,7 +127,7 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   base_ = buffer.data();
   // Offsets are 32-bit; a buffer that large is far past every limit anyway.
   if (buffer.size() > UINT32_MAX) return Fail({413, "body_too_large"});
-  if (buffer.size() > seen_) seen_ = buffer.size();
+  if (buffer.size() > seen_) seen_ = static_cast<uint32_t>(buffer.size());
   if (phase_ == Phase::kHead) {
     bool done = false;
     Result r = ParseHead(buffer, &done);
@@ -146,15 +146,12 @@ HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
       if (*done) return Result{};
       continue;
     }
-    // Whole lines before this one go to llhttp first: a verdict on them comes
-    // earlier in the stream than one on this line.
-    if (Verdict v = Feed(buffer, e.begin); !v.ok()) return Fail(v);
     switch (e.kind) {
       case LineEvent::kNeedMore:
         if (!request_line_done_) {
           // Garbage is refused as it arrives (a TLS hello has no CRLF).
-          const size_t from = std::max(shape_fed_, e.begin);
-          shape_fed_ = e.end;
+          const size_t from = std::max<size_t>(shape_fed_, e.begin);
+          shape_fed_ = static_cast<uint32_t>(e.end);
           if (from < e.end && !shape_.Feed(buffer.substr(from, e.end - from))) {
             return Fail(http::kMalformed);
           }
@@ -171,6 +168,9 @@ HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
   }
 }
 
+// Each complete line is checked (http_syntax.h), then handed to llhttp: a
+// verdict is always taken on the first bad line, by the first check that
+// fails on it, whatever the reads were.
 Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
                                   bool* done) {
   std::string_view line = buffer.substr(e.begin, e.end - e.begin);
@@ -179,66 +179,54 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
       // RFC 9112 2.2: empty lines before the request line are ignored (they
       // count towards the head limit).
       if (e.end + 2 > limits_.max_header_bytes) return http::kMalformed;
-      fed_ = e.end + 2;
       return http::kOk;
     }
-    if (Verdict v = http::ParseRequestLine(line, &line_); !v.ok()) return v;
-    line_.method = line_.target = {};  // views die with this buffer
+    http::RequestLine parsed;
+    if (Verdict v = http::ParseRequestLine(line, &parsed); !v.ok()) return v;
+    form_ = parsed.form;
+    minor_ = static_cast<uint8_t>(parsed.minor);
     request_line_done_ = true;
-    return http::kOk;
+    return Feed(buffer, e.begin, e.end, e.end);
   }
   if (!line.empty()) {
-    if (Verdict v = http::CheckFieldLine(line); !v.ok()) {
-      if (Verdict earlier = Feed(buffer, e.begin); !earlier.ok())
-        return earlier;
-      return v;
-    }
+    if (Verdict v = http::CheckFieldLine(line); !v.ok()) return v;
+    // Without the value's trailing OWS, which llhttp 8.1 refuses after a
+    // Content-Length ("5\t") although RFC 9110 5.5 strips it from any value.
     std::string_view name, value;
     http::SplitFieldLine(line, &name, &value);
     const size_t value_end =
         value.empty()
             ? e.begin + name.size() + 1
             : static_cast<size_t>(value.data() - buffer.data()) + value.size();
-    if (value_end < e.end) skipped_.emplace_back(value_end, e.end);
-    return http::kOk;
+    return Feed(buffer, e.begin, value_end, e.end);
   }
   // The empty line: the head is complete.
-  if (Verdict v = Feed(buffer, e.end + 2); !v.ok()) return v;
+  if (Verdict v = Feed(buffer, e.begin, e.end, e.end); !v.ok()) return v;
   if (!message_complete_) return http::kMalformed;  // llhttp disagrees
   *done = true;
   phase_ = Phase::kBody;
-  body_start_ = e.end + 2;
+  body_start_ = static_cast<uint32_t>(e.end + 2);
   if (framing_ == Framing::kChunked) {
+    if (!chunked_) chunked_ = std::make_unique<ChunkedBody>();
     http::ChunkedDecoder::Limits l;
     l.max_body_bytes = limits_.max_body_bytes;
     l.max_ext_bytes = limits_.max_header_bytes;
     l.max_trailer_bytes = limits_.max_header_bytes;
-    chunked_.Start(body_start_, l);
+    chunked_->decoder.Start(body_start_, l);
   }
   return http::kOk;
 }
 
-Verdict HttpRequestParser::Feed(std::string_view buffer, size_t end) {
+Verdict HttpRequestParser::Feed(std::string_view buffer, size_t begin,
+                                size_t end, size_t crlf) {
   llhttp_errno_t err = HPE_OK;
-  while (fed_ < end && err == HPE_OK) {
-    // Up to the next skipped range (or `end`), then jump over it.
-    size_t stop = end;
-    size_t resume = end;
-    while (!skipped_.empty() && skipped_.front().second <= fed_) {
-      skipped_.erase(skipped_.begin());
-    }
-    if (!skipped_.empty() && skipped_.front().first < end) {
-      stop = std::max(fed_, skipped_.front().first);
-      resume = std::min(end, skipped_.front().second);
-    }
-    if (stop > fed_) {
-      err = llhttp_execute(&parser_, buffer.data() + fed_, stop - fed_);
-    }
-    fed_ = err == HPE_OK ? resume : stop;
+  if (end > begin) {
+    err = llhttp_execute(&parser_, buffer.data() + begin, end - begin);
   }
+  if (err == HPE_OK) err = llhttp_execute(&parser_, buffer.data() + crlf, 2);
   if (err == HPE_PAUSED && message_complete_) {
     // Paused at the end of the head; llhttp must have used every byte.
-    if (llhttp_get_error_pos(&parser_) != buffer.data() + end) {
+    if (llhttp_get_error_pos(&parser_) != buffer.data() + crlf + 2) {
       return http::kMalformed;
     }
     llhttp_resume(&parser_);
@@ -263,7 +251,8 @@ HttpRequestParser::Result HttpRequestParser::ParseBody(std::string_view buffer,
       }
       break;
     case Framing::kChunked: {
-      http::ChunkedDecoder::Result c = chunked_.Decode(buffer, body_pieces_);
+      http::ChunkedDecoder::Result c =
+          chunked_->decoder.Decode(buffer, chunked_->pieces);
       if (c.status == http::ChunkedDecoder::Status::kError) {
         return Fail(c.error);
       }

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,8 +99,10 @@ class HttpRequestParser {
   Result ParseBody(std::string_view buffer, Request& request);
   http::Verdict OnLine(std::string_view buffer, const http::LineEvent& e,
                        bool* done);
-  // Hands llhttp the checked bytes [fed_, end); the verdict of its errors.
-  http::Verdict Feed(std::string_view buffer, size_t end);
+  // Hands llhttp one checked line: [begin, end), then the CRLF at `crlf`
+  // (what lies between is OWS it must not see). The verdict of its errors.
+  http::Verdict Feed(std::string_view buffer, size_t begin, size_t end,
+                     size_t crlf);
   // The checks that need the whole head (run inside OnHeadersComplete).
   http::Verdict CheckHead();
   http::Verdict CheckFraming(bool http11, bool has_te,
@@ -107,37 +110,41 @@ class HttpRequestParser {
   Result Complete(std::string_view buffer, size_t end, Request& request);
   void BuildRequest(std::string_view buffer, Request& request);
 
+  // Idle keep-alive connections hold one parser each (10,000 of them in the
+  // async model's budget of 1 KiB per connection): the layout is compact,
+  // offsets are 32-bit (Parse refuses larger buffers) and chunked-body state
+  // is allocated on the connection's first chunked request.
+  struct ChunkedBody {
+    http::ChunkedDecoder decoder;
+    std::vector<http::BodyPiece> pieces;
+    std::string joined;  // the pieces copied together (non-contiguous)
+  };
+
   HttpLimits limits_;
   llhttp_t parser_;
   const char* base_ = nullptr;  // start of the buffer in the current Parse call
 
   // Per-request state, reset by StartRequest(); vectors keep their capacity.
-  Phase phase_ = Phase::kHead;
-  size_t seen_ = 0;  // bytes of the current request seen so far
-  size_t fed_ = 0;   // bytes handed to llhttp
+  uint32_t seen_ = 0;  // bytes of the current request seen so far
+  uint32_t body_start_ = 0;
   http::LineReader lines_;
   http::RequestLineShape shape_;  // the request line so far
-  size_t shape_fed_ = 0;
-  bool request_line_done_ = false;
-  // Bytes llhttp is not given: the trailing OWS of field lines, which llhttp
-  // 8.1 refuses after a Content-Length value ("5\t") although RFC 9110 5.5
-  // strips it from every value. Sorted, as the lines are.
-  std::vector<std::pair<size_t, size_t>> skipped_;
-  http::RequestLine line_;  // method/target views are not kept: offsets below
+  uint32_t shape_fed_ = 0;
   Span url_;
   std::vector<HeaderSpan> header_spans_;
+  http::Verdict pending_;  // a verdict taken inside an llhttp callback
+  uint64_t content_length_ = 0;
+  Phase phase_ = Phase::kHead;
+  Framing framing_ = Framing::kNone;
+  http::TargetForm form_ = http::TargetForm::kOrigin;
+  uint8_t minor_ = 1;  // the request line's minor version
+  bool request_line_done_ = false;
   bool in_value_ = false;
   bool message_complete_ = false;
-  http::Verdict pending_;  // a verdict taken inside an llhttp callback
-  Framing framing_ = Framing::kNone;
-  uint64_t content_length_ = 0;
   bool keep_alive_ = true;
   bool expects_continue_ = false;
   bool continue_sent_ = false;
-  size_t body_start_ = 0;
-  http::ChunkedDecoder chunked_;
-  std::vector<http::BodyPiece> body_pieces_;
-  std::string body_buffer_;  // chunked bodies are copied here (non-contiguous)
+  std::unique_ptr<ChunkedBody> chunked_;
 };
 
 }  // namespace gearbox

@@ -53,8 +53,8 @@ class RequestLineShape {
   bool in_method() const { return part_ == 0; }
 
  private:
-  int part_ = 0;       // 0: method, 1: target, 2: version
-  size_t length_ = 0;  // bytes of the current part so far
+  uint32_t length_ = 0;  // bytes of the current part so far
+  uint8_t part_ = 0;     // 0: method, 1: target, 2: version
   bool bad_ = false;
 };
 

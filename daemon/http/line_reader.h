@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace gearbox::http {
@@ -23,7 +24,8 @@ struct LineEvent {
 
 class LineReader {
  public:
-  void Start(size_t at) { begin_ = scan_ = at; }
+  // Offsets are 32-bit: callers never pass buffers of 4 GiB.
+  void Start(size_t at) { begin_ = scan_ = static_cast<uint32_t>(at); }
   size_t begin() const { return begin_; }
 
   // The next line of `buf` from where the last call stopped. Every byte is
@@ -36,19 +38,19 @@ class LineReader {
     if (i > scan_ && i > limit) {
       return {LineEvent::kOverLimit, begin_, scan_ > limit ? scan_ : limit};
     }
-    scan_ = i;
+    scan_ = static_cast<uint32_t>(i);
     if (i == buf.size()) return {LineEvent::kNeedMore, begin_, i};
     if (buf[i] == '\n') return {LineEvent::kBareLf, begin_, i};
     if (i + 1 == buf.size()) return {LineEvent::kNeedMore, begin_, i};
     if (buf[i + 1] != '\n') return {LineEvent::kBareCr, begin_, i};
     LineEvent line{LineEvent::kLine, begin_, i};
-    begin_ = scan_ = i + 2;
+    begin_ = scan_ = static_cast<uint32_t>(i + 2);
     return line;
   }
 
  private:
-  size_t begin_ = 0;  // first byte of the current line
-  size_t scan_ = 0;   // next byte to look at
+  uint32_t begin_ = 0;  // first byte of the current line
+  uint32_t scan_ = 0;   // next byte to look at
 };
 
 }  // namespace gearbox::http

@@ -14,9 +14,12 @@
 namespace gearbox::conformance {
 
 // Sent after the case on the same connection when the case expects it to stay
-// usable; its answer is a 200 "hello world\n".
+// usable; its answer is a 200 with kFollowUpBody, which no case's own request
+// can produce (a request smuggled inside a case is told apart from it).
 inline constexpr std::string_view kFollowUp =
-    "GET /hello HTTP/1.1\r\nHost: follow-up\r\n\r\n";
+    "POST /echo HTTP/1.1\r\nHost: follow-up\r\nContent-Length: 9\r\n\r\n"
+    "follow-up";
+inline constexpr std::string_view kFollowUpBody = "follow-up";
 
 enum class Interim {
   kUntested,  // no head-then-body schedule
@@ -75,7 +78,7 @@ struct Verdict {
   std::vector<int> interim;   // 1xx responses
   std::optional<std::string> first_body;
   bool closed = false;            // the server closed the connection
-  bool follow_up_served = false;  // kFollowUp got its 200 "hello world\n"
+  bool follow_up_served = false;  // kFollowUp got its 200 kFollowUpBody
   std::string trouble;            // anything else wrong (malformed bytes...)
 };
 

@@ -133,7 +133,7 @@ void Finish(const Case& c, Connection& conn, Reader& rd, Verdict& v) {
     Verdict follow;
     rd.Collect(follow, false, 1, deadline, &timed_out);
     v.follow_up_served = follow.statuses == std::vector<int>{200} &&
-                         follow.first_body == "hello world\n";
+                         follow.first_body == conformance::kFollowUpBody;
     if (!v.follow_up_served) {
       v.trouble = "follow-up got " + conformance::Describe(follow);
     }

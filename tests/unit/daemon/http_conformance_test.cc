@@ -136,8 +136,9 @@ Played Play(const Case& c, const std::vector<size_t>& cuts) {
     conn.Arrive(conformance::kFollowUp);
     Verdict follow;
     TakeResponses(conn.out(), false, follow);
-    p.verdict.follow_up_served = follow.statuses == std::vector<int>{200} &&
-                                 follow.first_body == "hello world\n";
+    p.verdict.follow_up_served =
+        follow.statuses == std::vector<int>{200} &&
+        follow.first_body == conformance::kFollowUpBody;
     if (!p.verdict.follow_up_served) {
       p.verdict.trouble = "follow-up got " + conformance::Describe(follow);
     }
