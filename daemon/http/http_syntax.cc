@@ -1,5 +1,6 @@
 #include "daemon/http/http_syntax.h"
 
+#include <llhttp.h>
 #include <strings.h>
 
 namespace gearbox::http {
@@ -218,26 +219,46 @@ Verdict ParseRequestLine(std::string_view line, RequestLine* out) {
   // 2. RFC 9110 15.6.6: 505 is about the major version; a higher minor
   //    version is served as the highest one implemented, 1.1 (RFC 9110 6.2).
   if (r.major != 1) return Verdict{505, "bad_version"};
-  // 3. RFC 9110 9.3.6 / 15.6.2: gearbox is an origin server, not a tunnel.
-  if (r.method == "CONNECT") return Verdict{501, "not_implemented"};
-  // 4. The target's form and syntax.
-  if (r.target == "*") {
+  // 3. Method and target.
+  if (Verdict v = CheckMethodAndTarget(r.method, r.target, &r.form); !v.ok()) {
+    return v;
+  }
+  *out = r;
+  return kOk;
+}
+
+Verdict CheckMethodAndTarget(std::string_view method, std::string_view target,
+                             TargetForm* form) {
+  // RFC 9110 9.3.6 / 15.6.2: gearbox is an origin server, not a tunnel.
+  if (method == "CONNECT") return Verdict{501, "not_implemented"};
+  if (target == "*") {
     // RFC 9112 3.2.4: asterisk-form is only for a server-wide OPTIONS.
-    if (r.method != "OPTIONS") return kMalformed;
-    r.form = TargetForm::kAsterisk;
-  } else if (r.target[0] == '/') {
-    if (!IsValidPathAndQuery(r.target)) return kMalformed;
-    r.form = TargetForm::kOrigin;
-  } else if (SchemePrefix(r.target) > 0) {
-    r.form = TargetForm::kAbsolute;
+    if (method != "OPTIONS") return kMalformed;
+    *form = TargetForm::kAsterisk;
+  } else if (!target.empty() && target[0] == '/') {
+    if (!IsValidPathAndQuery(target)) return kMalformed;
+    *form = TargetForm::kOrigin;
+  } else if (SchemePrefix(target) > 0) {
+    *form = TargetForm::kAbsolute;
     AbsoluteTarget parts;
-    if (Verdict v = SplitAbsoluteTarget(r.target, &parts); !v.ok()) return v;
+    if (Verdict v = SplitAbsoluteTarget(target, &parts); !v.ok()) return v;
   } else {
     // Authority-form (3.2.3) is only for CONNECT, refused above.
     return kMalformed;
   }
-  *out = r;
   return kOk;
+}
+
+bool IsRecognizedMethod(std::string_view method) {
+  // llhttp's own list: the methods the HTTP codec lets through.
+#define GEARBOX_METHOD_NAME(num, name, string) #string,
+  static constexpr std::string_view kMethods[] = {
+      HTTP_METHOD_MAP(GEARBOX_METHOD_NAME)};
+#undef GEARBOX_METHOD_NAME
+  for (std::string_view m : kMethods) {
+    if (m == method) return true;
+  }
+  return false;
 }
 
 bool RequestLineShape::Feed(std::string_view more) {

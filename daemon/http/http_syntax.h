@@ -43,6 +43,16 @@ struct RequestLine {
 // (400), version (505 for a major version other than 1), CONNECT (501:
 // gearbox is no proxy), then the target's form and syntax (400).
 Verdict ParseRequestLine(std::string_view line, RequestLine* out);
+// The method and request-target checks of ParseRequestLine (after its
+// structure and version ones): CONNECT 501, then the target's form (*form)
+// and syntax (400). The FastCGI codec asks the same of REQUEST_METHOD and
+// REQUEST_URI.
+Verdict CheckMethodAndTarget(std::string_view method, std::string_view target,
+                             TargetForm* form);
+// True for the methods llhttp 8.1 parses (its HTTP_METHOD_MAP): the HTTP
+// codec answers any other token with 501 (RFC 9110 9.1), and so does FastCGI.
+bool IsRecognizedMethod(std::string_view method);
+
 // Follows a request line as it arrives, so that garbage is refused at once
 // rather than at the head limit: Feed() turns false for good when no request
 // line can start with the bytes fed so far (a structure ParseRequestLine
