@@ -403,9 +403,12 @@ void FastCgiParser::BuildRequest(Request& request) {
       http::SplitAbsoluteTarget(uri, &parts);
       authority = parts.authority;
       uri = parts.path_and_query;
+      if (uri.empty() || uri[0] == '?') {
+        derived_.assign("/").append(uri);  // RFC 9110 4.2.3: "" is "/"
+        uri = derived_;
+      }
     }
     request.SetTarget(uri);  // path = REQUEST_URI up to '?'
-    if (request.path.empty()) request.path = "/";  // RFC 9110 4.2.3
     if (has_query) request.query = query;
   } else {
     // CGI without REQUEST_URI (RFC 3875 4.1.5, 4.1.13).

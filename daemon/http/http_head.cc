@@ -99,8 +99,13 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
     http::AbsoluteTarget parts;
     http::SplitAbsoluteTarget(target, &parts);
     authority = parts.authority;
-    request.SetTarget(parts.path_and_query);
-    if (request.path.empty()) request.path = "/";  // RFC 9110 4.2.3
+    std::string_view origin_form = parts.path_and_query;
+    if (origin_form.empty() || origin_form[0] == '?') {
+      // RFC 9110 4.2.3: an empty path is "/".
+      scratch().target.assign("/").append(origin_form);
+      origin_form = scratch().target;
+    }
+    request.SetTarget(origin_form);
   } else {
     request.SetTarget(target);
   }
@@ -124,15 +129,15 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   }
   if (framing_ == Framing::kLength) {
     request.body = std::string_view(base + body_start_, content_length_);
-  } else if (framing_ == Framing::kNone || chunked_->pieces.empty()) {
+  } else if (framing_ == Framing::kNone || scratch_->pieces.empty()) {
     request.body = {};
-  } else if (chunked_->pieces.size() == 1) {
-    const http::BodyPiece& p = chunked_->pieces[0];
+  } else if (scratch_->pieces.size() == 1) {
+    const http::BodyPiece& p = scratch_->pieces[0];
     request.body = std::string_view(base + p.offset, p.length);
   } else {
-    std::string& joined = chunked_->joined;
+    std::string& joined = scratch_->joined;
     joined.clear();
-    for (const http::BodyPiece& p : chunked_->pieces) {
+    for (const http::BodyPiece& p : scratch_->pieces) {
       joined.append(base + p.offset, p.length);
     }
     request.body = joined;

@@ -61,7 +61,7 @@ void HttpRequestParser::StartRequest() {
   expects_continue_ = false;
   continue_sent_ = false;
   body_start_ = 0;
-  if (chunked_) chunked_->pieces.clear();
+  if (scratch_) scratch_->pieces.clear();
 }
 
 void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
@@ -207,12 +207,11 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
   phase_ = Phase::kBody;
   body_start_ = static_cast<uint32_t>(e.end + 2);
   if (framing_ == Framing::kChunked) {
-    if (!chunked_) chunked_ = std::make_unique<ChunkedBody>();
     http::ChunkedDecoder::Limits l;
     l.max_body_bytes = limits_.max_body_bytes;
     l.max_ext_bytes = limits_.max_header_bytes;
     l.max_trailer_bytes = limits_.max_header_bytes;
-    chunked_->decoder.Start(body_start_, l);
+    scratch().decoder.Start(body_start_, l);
   }
   return http::kOk;
 }
@@ -252,7 +251,7 @@ HttpRequestParser::Result HttpRequestParser::ParseBody(std::string_view buffer,
       break;
     case Framing::kChunked: {
       http::ChunkedDecoder::Result c =
-          chunked_->decoder.Decode(buffer, chunked_->pieces);
+          scratch_->decoder.Decode(buffer, scratch_->pieces);
       if (c.status == http::ChunkedDecoder::Status::kError) {
         return Fail(c.error);
       }

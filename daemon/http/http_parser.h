@@ -112,13 +112,18 @@ class HttpRequestParser {
 
   // Idle keep-alive connections hold one parser each (10,000 of them in the
   // async model's budget of 1 KiB per connection): the layout is compact,
-  // offsets are 32-bit (Parse refuses larger buffers) and chunked-body state
-  // is allocated on the connection's first chunked request.
-  struct ChunkedBody {
+  // offsets are 32-bit (Parse refuses larger buffers), and what only some
+  // requests need is allocated on the connection's first such request.
+  struct Scratch {
     http::ChunkedDecoder decoder;
     std::vector<http::BodyPiece> pieces;
     std::string joined;  // the pieces copied together (non-contiguous)
+    std::string target;  // "/" + query for an absolute-form without a path
   };
+  Scratch& scratch() {
+    if (!scratch_) scratch_ = std::make_unique<Scratch>();
+    return *scratch_;
+  }
 
   HttpLimits limits_;
   llhttp_t parser_;
@@ -144,7 +149,7 @@ class HttpRequestParser {
   bool keep_alive_ = true;
   bool expects_continue_ = false;
   bool continue_sent_ = false;
-  std::unique_ptr<ChunkedBody> chunked_;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace gearbox

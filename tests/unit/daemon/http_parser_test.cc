@@ -305,6 +305,7 @@ TEST(HttpParserTest, AbsoluteFormRoutesOnPathAndTakesHostFromTarget) {
   run = PlayAllSplits("GET https://h.example HTTP/1.0\r\n\r\n");
   ASSERT_EQ(run.outcomes.size(), 1u) << run;
   EXPECT_EQ(run.outcomes[0].path, "/");  // an empty path means "/"
+  EXPECT_EQ(run.outcomes[0].target, "/");
   EXPECT_EQ(Find(run.outcomes[0], "Host"), "h.example");
 }
 
