@@ -43,7 +43,7 @@ void HttpRequestParser::ResetLlhttp() {
 
 void HttpRequestParser::StartRequest() {
   phase_ = Phase::kHead;
-  seen_ = 0;
+  started_ = false;
   lines_.Start(0);
   shape_ = {};
   shape_fed_ = 0;
@@ -127,7 +127,6 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
   base_ = buffer.data();
   // Offsets are 32-bit; a buffer that large is far past every limit anyway.
   if (buffer.size() > UINT32_MAX) return Fail({413, "body_too_large"});
-  if (buffer.size() > seen_) seen_ = static_cast<uint32_t>(buffer.size());
   if (phase_ == Phase::kHead) {
     bool done = false;
     Result r = ParseHead(buffer, &done);
@@ -148,6 +147,7 @@ HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
     }
     switch (e.kind) {
       case LineEvent::kNeedMore:
+        if (e.end > e.begin) started_ = true;
         if (!request_line_done_) {
           // Garbage is refused as it arrives (a TLS hello has no CRLF).
           const size_t from = std::max<size_t>(shape_fed_, e.begin);
@@ -181,6 +181,7 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
       if (e.end + 2 > limits_.max_header_bytes) return http::kMalformed;
       return http::kOk;
     }
+    started_ = true;
     http::RequestLine parsed;
     if (Verdict v = http::ParseRequestLine(line, &parsed); !v.ok()) return v;
     form_ = parsed.form;

@@ -60,9 +60,10 @@ class HttpRequestParser {
   // for a pipelined request.
   Result Parse(std::string_view buffer, Request& request);
 
-  // True once any byte of the current request has been seen (for timeouts:
-  // idle vs header phase).
-  bool InRequest() const { return seen_ > 0; }
+  // True once a byte of the current request has been seen (for timeouts: idle
+  // vs header phase). The empty lines RFC 9112 2.2 lets precede a request
+  // line (a CRLF some clients send after a body) do not start one.
+  bool InRequest() const { return started_; }
   // True once the request head is complete and the body is being read.
   bool InBody() const { return phase_ == Phase::kBody; }
 
@@ -130,7 +131,6 @@ class HttpRequestParser {
   const char* base_ = nullptr;  // start of the buffer in the current Parse call
 
   // Per-request state, reset by StartRequest(); vectors keep their capacity.
-  uint32_t seen_ = 0;  // bytes of the current request seen so far
   uint32_t body_start_ = 0;
   http::LineReader lines_;
   http::RequestLineShape shape_;  // the request line so far
@@ -142,7 +142,8 @@ class HttpRequestParser {
   Phase phase_ = Phase::kHead;
   Framing framing_ = Framing::kNone;
   http::TargetForm form_ = http::TargetForm::kOrigin;
-  uint8_t minor_ = 1;  // the request line's minor version
+  uint8_t minor_ = 1;     // the request line's minor version
+  bool started_ = false;  // a request-line byte has arrived
   bool request_line_done_ = false;
   bool in_value_ = false;
   bool message_complete_ = false;

@@ -441,6 +441,25 @@ TEST(HttpParserTest, InRequestAndInBody) {
   EXPECT_FALSE(parser.InBody());
 }
 
+TEST(HttpParserTest, EmptyLinesBeforeARequestAreNotARequest) {
+  // RFC 9112 2.2: a server SHOULD ignore empty lines before a request line
+  // (some clients send a CRLF after a body); they do not start a request, so
+  // the connection stays idle (idle timeout, not header timeout).
+  HttpRequestParser parser(HttpLimits{});
+  Request req;
+  std::string buf = "\r\n\r";
+  EXPECT_EQ(parser.Parse(buf, req).status, Status::kIncomplete);
+  EXPECT_FALSE(parser.InRequest());
+  buf += "\nG";
+  EXPECT_EQ(parser.Parse(buf, req).status, Status::kIncomplete);
+  EXPECT_TRUE(parser.InRequest());
+  buf += "ET / HTTP/1.1\r\nHost: a\r\n\r\n";
+  HttpRequestParser::Result r = parser.Parse(buf, req);
+  ASSERT_EQ(r.status, Status::kComplete);
+  EXPECT_EQ(r.consumed, buf.size());
+  EXPECT_FALSE(parser.InRequest());
+}
+
 // ---------------------------------------------------------------------------
 // Keep-alive, HEAD, upgrade.
 
