@@ -11,9 +11,17 @@ Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
   not_found.params.Set("status", int64_t{404});
   not_found.params.Set("body", std::string("not found\n"));
   not_found_ = MakeHandler(not_found, info_);
+  // "OPTIONS *" (the only request the codecs let through with target "*")
+  // asks about the server, not a resource (RFC 9110 9.3.7): 200, no content.
+  RouteConfig server_options = DefaultRoute("", "text");
+  server_options.params.Set("status", int64_t{200});
+  server_options.params.Set("body", std::string());
+  server_options_ = MakeHandler(server_options, info_);
 }
 
 Handler* Router::Find(std::string_view path) const {
+  // Route paths start with '/' (the loader checks), so "*" is never a route.
+  if (path == "*") return server_options_.get();
   auto it = routes_.find(path);
   return it == routes_.end() ? not_found_.get() : it->second.get();
 }

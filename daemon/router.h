@@ -17,7 +17,8 @@ class Router {
  public:
   Router(const std::vector<RouteConfig>& routes, const ServerInfo& info);
 
-  // The handler for `path`, or the built-in 404 handler. Never null.
+  // The handler for `path`, or the built-in 404 handler; for "*" (OPTIONS *)
+  // an empty 200. Never null.
   Handler* Find(std::string_view path) const;
   // Serves `path` with `handler` (replacing any), for handlers that do not
   // come from the handler table (tests; loadable modules).
@@ -38,6 +39,7 @@ class Router {
                      std::equal_to<>>
       routes_;
   std::unique_ptr<Handler> not_found_;
+  std::unique_ptr<Handler> server_options_;
 };
 
 }  // namespace gearbox

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "daemon/fastcgi/fastcgi_writer.h"
+#include "daemon/http/http_syntax.h"
 
 namespace gearbox {
 namespace {
@@ -142,6 +143,12 @@ FastCgiParser::Result FastCgiParser::OnHeader(std::string& out) {
     case fcgi::kStdin:
       if (!IsActive(h.request_id)) return Continue();
       if (!params_done_) return Fail("bad_order");
+      // More STDIN than CONTENT_LENGTH announced: the framing is invalid, as
+      // over HTTP a body that does not end where Content-Length says would be.
+      if (expected_body_ >= 0 && body_.size() + h.content_length >
+                                     static_cast<uint64_t>(expected_body_)) {
+        return Answer(400, "bad_framing", out);
+      }
       if (body_.size() + h.content_length > max_body_bytes_) {
         return Answer(413, "body_too_large", out);
       }
@@ -227,6 +234,10 @@ FastCgiParser::Result FastCgiParser::OnRecordEnd(Request& request,
   }
   if (header_.type == fcgi::kParams) return EndParams(out);
   if (header_.type != fcgi::kStdin) return Continue();
+  if (expected_body_ >= 0 &&
+      body_.size() != static_cast<uint64_t>(expected_body_)) {
+    return Answer(400, "bad_framing", out);  // STDIN ended short
+  }
   BuildRequest(request);
   done_id_ = id_;
   done_keep_conn_ = keep_conn_;
@@ -240,6 +251,11 @@ FastCgiParser::Result FastCgiParser::OnRecordEnd(Request& request,
   return r;
 }
 
+// The end of PARAMS: the questions an HTTP request head raises, asked of the
+// web server's variables and answered as the HTTP codec answers them
+// (daemon/http/http_syntax.h; cases in tests/unit/fastcgi). Questions the web
+// server has already settled on the client's connection are not asked again:
+// Host being present, Expect, Transfer-Encoding, the protocol version.
 FastCgiParser::Result FastCgiParser::EndParams(std::string& out) {
   params_done_ = true;
   if (params_parsed_ != params_.size()) return Fail("bad_params");
@@ -247,26 +263,66 @@ FastCgiParser::Result FastCgiParser::EndParams(std::string& out) {
   if (!FindParam("REQUEST_METHOD", &method) || method.empty()) {
     return Answer(400, "no_method", out);
   }
+  if (!http::IsToken(method)) return Answer(400, "malformed", out);
   // As over HTTP: a CR or LF inside a header value could be echoed into a
-  // response head (header splitting). nginx never sends one; refuse it.
+  // response head (header splitting), and NUL or another CTL makes a field
+  // value invalid (RFC 9110 5.5). nginx never sends them; refuse them.
+  int hosts = 0, lengths = 0;
+  std::string_view host, length;
   for (const fcgi::PairSpan& p : pairs_) {
     const std::string_view name = Name(p);
     const std::string_view value = Value(p);
     const bool header = name.substr(0, 5) == "HTTP_" || name == "CONTENT_TYPE";
-    if (header && value.find_first_of("\r\n") != std::string_view::npos) {
-      return Answer(400, "bad_header_value", out);
+    if (header) {
+      for (char ch : value) {
+        const unsigned char c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+          return Answer(400, "bad_header_value", out);
+        }
+      }
+    }
+    if (name == "HTTP_HOST") {
+      ++hosts;
+      host = value;
+    } else if (name == "CONTENT_LENGTH") {
+      ++lengths;
+      length = value;
     }
   }
-  std::string_view length;
-  if (FindParam("CONTENT_LENGTH", &length) && !length.empty()) {
+  // RFC 9110 9.3.6, 9.1 and RFC 9112 3.2: CONNECT and methods the HTTP codec
+  // does not know get 501; REQUEST_URI is a request-target like any other.
+  std::string_view uri;
+  uri_form_ = http::TargetForm::kOrigin;
+  if (FindParam("REQUEST_URI", &uri) && !uri.empty()) {
+    http::Verdict v = http::CheckMethodAndTarget(method, uri, &uri_form_);
+    if (!v.ok()) return Answer(v.status, v.reason, out);
+  } else if (method == "CONNECT") {
+    return Answer(501, "not_implemented", out);
+  }
+  if (!http::IsRecognizedMethod(method)) {
+    return Answer(501, "not_implemented", out);
+  }
+  // RFC 9112 3.2: one Host, and a valid one.
+  if (hosts > 1 || (hosts == 1 && !http::IsValidHost(host))) {
+    return Answer(400, "bad_host", out);
+  }
+  // RFC 9112 6.3 / RFC 9110 8.6: one CONTENT_LENGTH of 1*DIGIT (nginx sends it
+  // empty when there is no body). One that does not fit in 64 bits is
+  // invalid, as over HTTP; one that fits but exceeds the limit gets 413 before
+  // any STDIN arrives.
+  expected_body_ = -1;
+  if (lengths > 1) return Answer(400, "bad_framing", out);
+  if (!length.empty()) {
     uint64_t n = 0;
     auto [end, ec] =
         std::from_chars(length.data(), length.data() + length.size(), n);
-    (void)end;
-    if (ec == std::errc::result_out_of_range ||
-        (ec == std::errc() && n > max_body_bytes_)) {
-      return Answer(413, "body_too_large", out);  // before any STDIN arrives
+    const bool digits =
+        length.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!digits || ec != std::errc() || end != length.data() + length.size()) {
+      return Answer(400, "bad_framing", out);
     }
+    if (n > max_body_bytes_) return Answer(413, "body_too_large", out);
+    expected_body_ = static_cast<int64_t>(n);
   }
   return Continue();
 }
@@ -308,6 +364,7 @@ void FastCgiParser::StartRequest(uint16_t id, bool keep_conn) {
   id_ = id;
   keep_conn_ = keep_conn;
   params_done_ = false;
+  expected_body_ = -1;
   params_.clear();
   params_parsed_ = 0;
   pairs_.clear();
@@ -337,7 +394,20 @@ void FastCgiParser::BuildRequest(Request& request) {
   request.keep_alive = keep_conn_;
   request.is_head = method == "HEAD";
   request.body = body_;
+  std::string_view authority;
   if (FindParam("REQUEST_URI", &uri) && !uri.empty()) {
+    http::AbsoluteTarget parts;
+    if (uri_form_ == http::TargetForm::kAbsolute) {
+      // As over HTTP (RFC 9112 3.2.2): route on the path, and the host is
+      // the target's.
+      http::SplitAbsoluteTarget(uri, &parts);
+      authority = parts.authority;
+      uri = parts.path_and_query;
+      if (uri.empty() || uri[0] == '?') {
+        derived_.assign("/").append(uri);  // RFC 9110 4.2.3: "" is "/"
+        uri = derived_;
+      }
+    }
     request.SetTarget(uri);  // path = REQUEST_URI up to '?'
     if (has_query) request.query = query;
   } else {
@@ -373,8 +443,14 @@ void FastCgiParser::BuildRequest(Request& request) {
     char* s = params_.data() + p.name_offset + skip;
     const size_t n = p.name_length - skip;
     HeaderCase(s, n);
-    request.headers.push_back(Header{std::string_view(s, n), Value(p)});
+    std::string_view value = Value(p);
+    if (!authority.empty() && std::string_view(s, n) == "Host") {
+      value = authority;
+      authority = {};
+    }
+    request.headers.push_back(Header{std::string_view(s, n), value});
   }
+  if (!authority.empty()) request.headers.push_back({"Host", authority});
 }
 
 }  // namespace gearbox

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "daemon/codec.h"
 #include "daemon/fastcgi/fastcgi_protocol.h"
+#include "daemon/http/http_syntax.h"
 #include "daemon/request.h"
 
 namespace gearbox {
@@ -109,6 +110,8 @@ class FastCgiParser {
   uint16_t id_ = 0;
   bool keep_conn_ = false;
   bool params_done_ = false;
+  int64_t expected_body_ = -1;  // CONTENT_LENGTH, or -1 when not given
+  http::TargetForm uri_form_ = http::TargetForm::kOrigin;  // REQUEST_URI's
   std::string params_;        // the PARAMS stream, concatenated across records
   size_t params_parsed_ = 0;  // offset of the first pair not yet decoded
   std::vector<fcgi::PairSpan> pairs_;

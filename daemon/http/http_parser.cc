@@ -1,64 +1,22 @@
 #include "daemon/http/http_parser.h"
 
-#include <strings.h>
-
+#include <algorithm>
 #include <cstring>
 
 namespace gearbox {
-namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  return s;
-}
-
-// RFC 9110 5.6.2 tchar.
-bool IsTokenChar(unsigned char c) {
-  if (c >= '0' && c <= '9') return true;
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-}  // namespace
+using http::LineEvent;
+using http::Verdict;
 
 const llhttp_settings_t* HttpRequestParser::Settings() {
   // Shared by every parser: one copy instead of ~200 bytes per connection.
   static const llhttp_settings_t settings = [] {
     llhttp_settings_t s;
     llhttp_settings_init(&s);
-    s.on_message_begin = &OnMessageBegin;
     s.on_url = &OnUrl;
-    s.on_version = &OnVersion;
     s.on_header_field = &OnHeaderField;
     s.on_header_value = &OnHeaderValue;
     s.on_headers_complete = &OnHeadersComplete;
-    s.on_body = &OnBody;
     s.on_message_complete = &OnMessageComplete;
     return s;
   }();
@@ -66,25 +24,44 @@ const llhttp_settings_t* HttpRequestParser::Settings() {
 }
 
 HttpRequestParser::HttpRequestParser(HttpLimits limits) : limits_(limits) {
-  llhttp_init(&parser_, HTTP_REQUEST, Settings());
-  parser_.data = this;
+  ResetLlhttp();
   StartRequest();
 }
 
+void HttpRequestParser::ResetLlhttp() {
+  llhttp_init(&parser_, HTTP_REQUEST, Settings());
+  parser_.data = this;
+  // HTTP/1.2..1.9 are served as 1.1 (RFC 9110 6.2); llhttp 8.1 accepts them
+  // only with this flag, which has no setter. The version is checked before
+  // llhttp sees it (http::ParseRequestLine).
+  parser_.lenient_flags |= LENIENT_VERSION;
+  // Transfer-Encoding is checked here (http::CodingList): llhttp 8.1 refuses
+  // valid lists such as "chunked," (RFC 9110 5.6.1: empty elements are
+  // ignored).
+  parser_.lenient_flags |= LENIENT_TRANSFER_ENCODING;
+}
+
 void HttpRequestParser::StartRequest() {
+  phase_ = Phase::kHead;
+  started_ = false;
+  lines_.Start(0);
+  shape_ = {};
+  shape_fed_ = 0;
+  request_line_done_ = false;
+  form_ = http::TargetForm::kOrigin;
+  minor_ = 1;
   url_ = {};
   header_spans_.clear();
   in_value_ = false;
-  body_spans_.clear();
-  body_bytes_ = 0;
-  head_end_ = 0;
-  headers_complete_ = false;
   message_complete_ = false;
-  continue_sent_ = false;
+  pending_ = {};
+  framing_ = Framing::kNone;
+  content_length_ = 0;
+  keep_alive_ = true;
   expects_continue_ = false;
-  pending_error_ = 0;
-  pending_reason_ = "";
-  fed_ = 0;
+  continue_sent_ = false;
+  body_start_ = 0;
+  if (scratch_) scratch_->pieces.clear();
 }
 
 void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
@@ -94,244 +71,214 @@ void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
   span.length = offset + static_cast<uint32_t>(len) - span.offset;
 }
 
-int HttpRequestParser::OnMessageBegin(llhttp_t*) { return 0; }
-
 int HttpRequestParser::OnUrl(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
   Extend(self->url_, self->OffsetOf(at), len);
-  // A header-less request's head is its request line: count it for the limit.
-  self->head_end_ = self->OffsetOf(at) + static_cast<uint32_t>(len);
-  return 0;
-}
-
-int HttpRequestParser::OnVersion(llhttp_t* p, const char* at, size_t len) {
-  auto* self = static_cast<HttpRequestParser*>(p->data);
-  // The request line ends with the version: a head without headers is measured
-  // to there (not to the end of the target), so that only its final CRLFCRLF is
-  // left uncounted, as for a head with headers.
-  self->head_end_ = self->OffsetOf(at) + static_cast<uint32_t>(len);
   return 0;
 }
 
 int HttpRequestParser::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
-  // Chunked trailers: dropped, never merged into the headers (RFC 9110 6.5.1).
-  if (self->headers_complete_) return 0;
   if (self->in_value_ || self->header_spans_.empty()) {
     self->header_spans_.emplace_back();
     self->in_value_ = false;
   }
-  uint32_t offset = self->OffsetOf(at);
-  Extend(self->header_spans_.back().name, offset, len);
-  self->head_end_ = offset + static_cast<uint32_t>(len);
+  Extend(self->header_spans_.back().name, self->OffsetOf(at), len);
   return 0;
 }
 
 int HttpRequestParser::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
-  if (self->headers_complete_) return 0;  // a trailer
   self->in_value_ = true;
-  uint32_t offset = self->OffsetOf(at);
-  HeaderSpan& h = self->header_spans_.back();
-  if (h.value.length == 0) h.value.offset = offset;
-  h.value.length = offset + static_cast<uint32_t>(len) - h.value.offset;
-  self->head_end_ = offset + static_cast<uint32_t>(len);
+  Extend(self->header_spans_.back().value, self->OffsetOf(at), len);
   return 0;
 }
 
 int HttpRequestParser::OnHeadersComplete(llhttp_t* p) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
-  self->headers_complete_ = true;
-  if (self->head_end_ > self->limits_.max_header_bytes) {
-    self->pending_error_ = 431;
-    self->pending_reason_ = "header_too_large";
-    return -1;
-  }
-  if (p->http_major != 1) {
-    self->pending_error_ = 505;
-    self->pending_reason_ = "bad_version";
-    return -1;
-  }
-  // llhttp 8.1 accepts "Name :", "Bad Name:" and obs-fold (a value continued on
-  // the next line, CRLF kept in the value); RFC 9112 5.1/5.2 say reject all of
-  // them with 400: a name must be a token, and a CRLF in a value could reach a
-  // response header (echo). Such differences between parsers are what request
-  // smuggling feeds on.
-  for (const HeaderSpan& h : self->header_spans_) {
-    const char* name = self->base_ + h.name.offset;
-    bool bad_name = h.name.length == 0;
-    for (uint32_t i = 0; i < h.name.length && !bad_name; ++i)
-      bad_name = !IsTokenChar(static_cast<unsigned char>(name[i]));
-    const char* value = self->base_ + h.value.offset;
-    if (bad_name || memchr(value, '\n', h.value.length) != nullptr ||
-        memchr(value, '\r', h.value.length) != nullptr) {
-      self->pending_error_ = 400;
-      self->pending_reason_ = "malformed";
-      return -1;
-    }
-  }
-  const bool chunked = (p->flags & F_CHUNKED) != 0;
-  const bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
-  if (has_length && p->content_length > self->limits_.max_body_bytes) {
-    // Refuse before reading the body: the client may not even send it (Expect).
-    self->pending_error_ = 413;
-    self->pending_reason_ = "body_too_large";
-    return -1;
-  }
-  if ((chunked || (has_length && p->content_length > 0)) &&
-      !self->header_spans_.empty()) {
-    // Look for "Expect: 100-continue" only when a body follows.
-    const char* base = self->base_;
-    for (const HeaderSpan& h : self->header_spans_) {
-      std::string_view name(base + h.name.offset, h.name.length);
-      if (EqualsNoCase(name, "expect")) {
-        std::string_view value =
-            Trim(std::string_view(base + h.value.offset, h.value.length));
-        if (EqualsNoCase(value, "100-continue")) self->expects_continue_ = true;
-      }
-    }
-  }
-  return 0;
-}
-
-int HttpRequestParser::OnBody(llhttp_t* p, const char* at, size_t len) {
-  auto* self = static_cast<HttpRequestParser*>(p->data);
-  self->body_bytes_ += len;
-  if (self->body_bytes_ > self->limits_.max_body_bytes) {  // chunked bodies
-    self->pending_error_ = 413;
-    self->pending_reason_ = "body_too_large";
-    return -1;
-  }
-  uint32_t offset = self->OffsetOf(at);
-  if (!self->body_spans_.empty()) {
-    Span& last = self->body_spans_.back();
-    if (last.offset + last.length == offset) {
-      last.length += static_cast<uint32_t>(len);
-      return 0;
-    }
-  }
-  self->body_spans_.push_back({offset, static_cast<uint32_t>(len)});
-  return 0;
+  self->pending_ = self->CheckHead();
+  if (!self->pending_.ok()) return -1;
+  // RFC 9110 7.8: a server MAY ignore Upgrade; gearbox does, and keeps the
+  // connection (llhttp would stop parsing after this request).
+  p->upgrade = 0;
+  return 1;  // no body for llhttp: the body is framed here (ParseBody)
 }
 
 int HttpRequestParser::OnMessageComplete(llhttp_t* p) {
   auto* self = static_cast<HttpRequestParser*>(p->data);
   self->message_complete_ = true;
-  // Upgrade/CONNECT: llhttp pauses by itself (HPE_PAUSED_UPGRADE); pausing here
-  // too would hide that and make the next call report an empty request.
-  if (p->upgrade) return 0;
-  return HPE_PAUSED;  // one request per Parse call: pipelined bytes wait their
-                      // turn
+  return HPE_PAUSED;  // llhttp must not read on into the body
 }
 
-HttpRequestParser::Result HttpRequestParser::Fail(int status,
-                                                  const char* reason) {
+HttpRequestParser::Result HttpRequestParser::Fail(Verdict v) {
+  // The parser may be in an error state; the connection closes after the
+  // answer.
+  ResetLlhttp();
+  StartRequest();
   Result r;
   r.status = Status::kError;
-  r.error_status = status;
-  r.error_reason = reason;
+  r.error_status = v.status;
+  r.error_reason = v.reason;
   return r;
 }
 
 HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
                                                    Request& request) {
   base_ = buffer.data();
-  if (buffer.size() <= fed_) return Result{};  // nothing new
-  if (buffer.size() > UINT32_MAX) return Fail(413, "body_too_large");
-  const char* start = buffer.data() + fed_;
-  const size_t len = buffer.size() - fed_;
-  llhttp_errno_t err = llhttp_execute(&parser_, start, len);
-  if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
-    size_t consumed =
-        static_cast<size_t>(llhttp_get_error_pos(&parser_) - base_);
-    const bool upgrade = err == HPE_PAUSED_UPGRADE;
-    if (upgrade) {
-      // No protocol upgrades: answer the request, then close (RFC 9110 7.8
-      // lets a server ignore Upgrade).
-      llhttp_resume_after_upgrade(&parser_);
-    } else {
-      llhttp_resume(&parser_);
-    }
-    BuildRequest(buffer, request);
-    if (upgrade) request.keep_alive = false;
-    StartRequest();
-    Result r;
-    r.status = Status::kComplete;
-    r.consumed = consumed;
-    return r;
+  // Offsets are 32-bit; a buffer that large is far past every limit anyway.
+  if (buffer.size() > UINT32_MAX) return Fail({413, "body_too_large"});
+  if (phase_ == Phase::kHead) {
+    bool done = false;
+    Result r = ParseHead(buffer, &done);
+    if (!done) return r;
   }
-  if (err != HPE_OK) {
-    int status = pending_error_ ? pending_error_ : 400;
-    const char* reason = pending_error_ ? pending_reason_ : "malformed";
-    // llhttp also reports a malformed version token ("HTTP/1.1 junk", "HTTP/x")
-    // as HPE_INVALID_VERSION; only "Invalid HTTP version" is a well-formed
-    // version it does not support (1.2, 3.0, ...).
-    if (!pending_error_ && err == HPE_INVALID_VERSION &&
-        strcmp(llhttp_get_error_reason(&parser_), "Invalid HTTP version") ==
-            0) {
-      status = 505;
-      reason = "bad_version";
+  return ParseBody(buffer, request);
+}
+
+HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
+                                                       bool* done) {
+  for (;;) {
+    LineEvent e = lines_.Next(buffer, limits_.max_header_bytes);
+    if (e.kind == LineEvent::kLine) {
+      Verdict v = OnLine(buffer, e, done);
+      if (!v.ok()) return Fail(v);
+      if (*done) return Result{};
+      continue;
     }
-    // A head that had already passed the limit when llhttp met the bad byte
-    // is 431, as it is when those bytes arrive in an earlier read: the first
-    // violation in stream order decides, whatever the reads were.
-    if (!pending_error_ && !headers_complete_ &&
-        static_cast<size_t>(llhttp_get_error_pos(&parser_) - base_) >
-            limits_.max_header_bytes + 4) {
-      status = 431;
-      reason = "header_too_large";
+    switch (e.kind) {
+      case LineEvent::kNeedMore:
+        if (e.end > e.begin) started_ = true;
+        if (!request_line_done_) {
+          // Garbage is refused as it arrives (a TLS hello has no CRLF).
+          const size_t from = std::max<size_t>(shape_fed_, e.begin);
+          shape_fed_ = static_cast<uint32_t>(e.end);
+          if (from < e.end && !shape_.Feed(buffer.substr(from, e.end - from))) {
+            return Fail(http::kMalformed);
+          }
+        }
+        return Result{};
+      case LineEvent::kOverLimit: {
+        std::string_view prefix = buffer.substr(e.begin, e.end - e.begin);
+        return Fail(request_line_done_ ? http::OverlongFieldLine(prefix)
+                                       : http::OverlongRequestLine(prefix));
+      }
+      default:  // RFC 9112 2.2: a bare CR or LF is invalid, never a line end
+        return Fail(http::kMalformed);
     }
-    // The parser is in an error state; the connection closes after the answer.
-    llhttp_init(&parser_, HTTP_REQUEST, Settings());
-    parser_.data = this;
-    StartRequest();
-    return Fail(status, reason);
   }
-  fed_ = buffer.size();
-  // A complete head is measured up to its last header byte (head_end_), without
-  // the final CRLFCRLF; allow those 4 bytes here too, or a head just at the
-  // limit would pass in one read and fail when split inside its final CRLFCRLF.
-  if (!headers_complete_ && fed_ > limits_.max_header_bytes + 4) {
-    llhttp_init(&parser_, HTTP_REQUEST, Settings());
-    parser_.data = this;
-    StartRequest();
-    return Fail(431, "header_too_large");
+}
+
+// Each complete line is checked (http_syntax.h), then handed to llhttp: a
+// verdict is always taken on the first bad line, by the first check that
+// fails on it, whatever the reads were.
+Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
+                                  bool* done) {
+  std::string_view line = buffer.substr(e.begin, e.end - e.begin);
+  if (!request_line_done_) {
+    if (line.empty()) {
+      // RFC 9112 2.2: empty lines before the request line are ignored (they
+      // count towards the head limit).
+      if (e.end + 2 > limits_.max_header_bytes) return http::kMalformed;
+      return http::kOk;
+    }
+    started_ = true;
+    http::RequestLine parsed;
+    if (Verdict v = http::ParseRequestLine(line, &parsed); !v.ok()) return v;
+    form_ = parsed.form;
+    minor_ = static_cast<uint8_t>(parsed.minor);
+    request_line_done_ = true;
+    return Feed(buffer, e.begin, e.end, e.end);
+  }
+  if (!line.empty()) {
+    if (Verdict v = http::CheckFieldLine(line); !v.ok()) return v;
+    // Without the value's trailing OWS, which llhttp 8.1 refuses after a
+    // Content-Length ("5\t") although RFC 9110 5.5 strips it from any value.
+    std::string_view name, value;
+    http::SplitFieldLine(line, &name, &value);
+    const size_t value_end =
+        value.empty()
+            ? e.begin + name.size() + 1
+            : static_cast<size_t>(value.data() - buffer.data()) + value.size();
+    return Feed(buffer, e.begin, value_end, e.end);
+  }
+  // The empty line: the head is complete.
+  if (Verdict v = Feed(buffer, e.begin, e.end, e.end); !v.ok()) return v;
+  if (!message_complete_) return http::kMalformed;  // llhttp disagrees
+  *done = true;
+  phase_ = Phase::kBody;
+  body_start_ = static_cast<uint32_t>(e.end + 2);
+  if (framing_ == Framing::kChunked) {
+    http::ChunkedDecoder::Limits l;
+    l.max_body_bytes = limits_.max_body_bytes;
+    l.max_ext_bytes = limits_.max_header_bytes;
+    l.max_trailer_bytes = limits_.max_header_bytes;
+    scratch().decoder.Start(body_start_, l);
+  }
+  return http::kOk;
+}
+
+Verdict HttpRequestParser::Feed(std::string_view buffer, size_t begin,
+                                size_t end, size_t crlf) {
+  llhttp_errno_t err = HPE_OK;
+  if (end > begin) {
+    err = llhttp_execute(&parser_, buffer.data() + begin, end - begin);
+  }
+  if (err == HPE_OK) err = llhttp_execute(&parser_, buffer.data() + crlf, 2);
+  if (err == HPE_PAUSED && message_complete_) {
+    // Paused at the end of the head; llhttp must have used every byte.
+    if (llhttp_get_error_pos(&parser_) != buffer.data() + crlf + 2) {
+      return http::kMalformed;
+    }
+    llhttp_resume(&parser_);
+    err = HPE_OK;
+  }
+  if (err == HPE_OK) return http::kOk;
+  if (!pending_.ok()) return pending_;
+  // The method passed the token check (ParseRequestLine), so llhttp does not
+  // know it: RFC 9110 9.1, an unrecognized method SHOULD get 501.
+  if (err == HPE_INVALID_METHOD) return Verdict{501, "not_implemented"};
+  return http::kMalformed;
+}
+
+HttpRequestParser::Result HttpRequestParser::ParseBody(std::string_view buffer,
+                                                       Request& request) {
+  switch (framing_) {
+    case Framing::kNone:
+      return Complete(buffer, body_start_, request);
+    case Framing::kLength:
+      if (buffer.size() - body_start_ >= content_length_) {
+        return Complete(buffer, body_start_ + content_length_, request);
+      }
+      break;
+    case Framing::kChunked: {
+      http::ChunkedDecoder::Result c =
+          scratch_->decoder.Decode(buffer, scratch_->pieces);
+      if (c.status == http::ChunkedDecoder::Status::kError) {
+        return Fail(c.error);
+      }
+      if (c.status == http::ChunkedDecoder::Status::kDone) {
+        return Complete(buffer, c.end, request);
+      }
+      break;
+    }
   }
   Result r;
-  if (headers_complete_ && expects_continue_ && !continue_sent_) {
+  if (expects_continue_ && !continue_sent_) {
     continue_sent_ = true;
     r.send_continue = true;
   }
   return r;
 }
 
-void HttpRequestParser::BuildRequest(std::string_view buffer,
-                                     Request& request) {
-  const char* base = buffer.data();
-  request.method =
-      llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
-  request.SetTarget(std::string_view(base + url_.offset, url_.length));
-  request.version_major = parser_.http_major;
-  request.version_minor = parser_.http_minor;
-  request.headers.clear();
-  for (const HeaderSpan& h : header_spans_) {
-    request.headers.push_back(
-        {std::string_view(base + h.name.offset, h.name.length),
-         Trim(std::string_view(base + h.value.offset, h.value.length))});
-  }
-  if (body_spans_.empty()) {
-    request.body = {};
-  } else if (body_spans_.size() == 1) {
-    request.body =
-        std::string_view(base + body_spans_[0].offset, body_spans_[0].length);
-  } else {
-    body_buffer_.clear();
-    for (const Span& s : body_spans_)
-      body_buffer_.append(base + s.offset, s.length);
-    request.body = body_buffer_;
-  }
-  request.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
-  request.is_head = parser_.method == HTTP_HEAD;
+HttpRequestParser::Result HttpRequestParser::Complete(std::string_view buffer,
+                                                      size_t end,
+                                                      Request& request) {
+  BuildRequest(buffer, request);
+  StartRequest();
+  Result r;
+  r.status = Status::kComplete;
+  r.consumed = end;
+  return r;
 }
 
 }  // namespace gearbox

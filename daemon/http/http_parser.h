@@ -1,17 +1,30 @@
-// HTTP/1.1 request codec around llhttp: bytes in, one Request out at a time.
-// Pure: no sockets, no clock. In the spirit of picohttpparser's
-// phr_parse_request, each call reports complete / incomplete / error and how
-// many bytes were consumed.
+// HTTP/1.1 request codec: bytes in, one Request out at a time. Pure: no
+// sockets, no clock. In the spirit of picohttpparser's phr_parse_request, each
+// call reports complete / incomplete / error and how many bytes were consumed.
+//
+// How a request is read (RFC 9112):
+//  1. the head, line by line (LineReader): every line must end in CRLF, and
+//     is checked against the grammar (http_syntax.h) before llhttp sees it;
+//     llhttp then tokenizes it (method, target, fields, Content-Length);
+//  2. at the end of the head, the checks that need all of it: Host, the body's
+//     framing (6.1-6.3), Expect; llhttp is told there is no body;
+//  3. the body, framed here: Content-Length bytes, or chunked (ChunkedDecoder).
+// Every verdict is taken at the byte that decides it, so no way of splitting
+// the input into reads changes it.
 #pragma once
 
 #include <llhttp.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "daemon/http/chunked_decoder.h"
+#include "daemon/http/http_syntax.h"
+#include "daemon/http/line_reader.h"
 #include "daemon/request.h"
 
 namespace gearbox {
@@ -27,12 +40,11 @@ class HttpRequestParser {
   struct Result {
     Status status = Status::kIncomplete;
     size_t consumed = 0;  // kComplete: bytes of `buffer` this request used
-    int error_status =
-        0;  // kError: 400, 413, 431 or 505; the connection closes
-    bool send_continue =
-        false;  // kIncomplete: answer "100 Continue" now (once)
-    const char* error_reason =
-        "";  // kError: short reason for logs and counters
+    // kError: 400, 413, 414, 417, 431, 501 or 505; the connection closes.
+    int error_status = 0;
+    // kIncomplete: answer "100 Continue" now (once).
+    bool send_continue = false;
+    const char* error_reason = "";  // kError: short reason for logs, counters
   };
 
   explicit HttpRequestParser(HttpLimits limits);
@@ -48,13 +60,16 @@ class HttpRequestParser {
   // for a pipelined request.
   Result Parse(std::string_view buffer, Request& request);
 
-  // True once any byte of the current request has been seen (for timeouts: idle
-  // vs header phase).
-  bool InRequest() const { return fed_ > 0; }
+  // True once a byte of the current request has been seen (for timeouts: idle
+  // vs header phase). The empty lines RFC 9112 2.2 lets precede a request
+  // line (a CRLF some clients send after a body) do not start one.
+  bool InRequest() const { return started_; }
   // True once the request head is complete and the body is being read.
-  bool InBody() const { return headers_complete_; }
+  bool InBody() const { return phase_ == Phase::kBody; }
 
  private:
+  enum class Phase { kHead, kBody };
+  enum class Framing { kNone, kLength, kChunked };
   struct Span {
     uint32_t offset = 0;
     uint32_t length = 0;
@@ -65,42 +80,77 @@ class HttpRequestParser {
   };
 
   static const llhttp_settings_t* Settings();
-  static int OnMessageBegin(llhttp_t* p);
   static int OnUrl(llhttp_t* p, const char* at, size_t len);
-  static int OnVersion(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
   static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
   static int OnHeadersComplete(llhttp_t* p);
-  static int OnBody(llhttp_t* p, const char* at, size_t len);
   static int OnMessageComplete(llhttp_t* p);
 
   static void Extend(Span& span, uint32_t offset, size_t len);
   uint32_t OffsetOf(const char* at) const {
     return static_cast<uint32_t>(at - base_);
   }
+  std::string_view View(const Span& s) const {
+    return std::string_view(base_ + s.offset, s.length);
+  }
+  void ResetLlhttp();
   void StartRequest();
-  Result Fail(int status, const char* reason);
+  Result Fail(http::Verdict v);
+  Result ParseHead(std::string_view buffer, bool* done);
+  Result ParseBody(std::string_view buffer, Request& request);
+  http::Verdict OnLine(std::string_view buffer, const http::LineEvent& e,
+                       bool* done);
+  // Hands llhttp one checked line: [begin, end), then the CRLF at `crlf`
+  // (what lies between is OWS it must not see). The verdict of its errors.
+  http::Verdict Feed(std::string_view buffer, size_t begin, size_t end,
+                     size_t crlf);
+  // The checks that need the whole head (run inside OnHeadersComplete).
+  http::Verdict CheckHead();
+  http::Verdict CheckFraming(bool http11, bool has_te,
+                             const http::CodingList& te);
+  Result Complete(std::string_view buffer, size_t end, Request& request);
   void BuildRequest(std::string_view buffer, Request& request);
+
+  // Idle keep-alive connections hold one parser each (10,000 of them in the
+  // async model's budget of 1 KiB per connection): the layout is compact,
+  // offsets are 32-bit (Parse refuses larger buffers), and what only some
+  // requests need is allocated on the connection's first such request.
+  struct Scratch {
+    http::ChunkedDecoder decoder;
+    std::vector<http::BodyPiece> pieces;
+    std::string joined;  // the pieces copied together (non-contiguous)
+    std::string target;  // "/" + query for an absolute-form without a path
+  };
+  Scratch& scratch() {
+    if (!scratch_) scratch_ = std::make_unique<Scratch>();
+    return *scratch_;
+  }
 
   HttpLimits limits_;
   llhttp_t parser_;
   const char* base_ = nullptr;  // start of the buffer in the current Parse call
-  size_t fed_ = 0;              // bytes of the current request already parsed
 
   // Per-request state, reset by StartRequest(); vectors keep their capacity.
+  uint32_t body_start_ = 0;
+  http::LineReader lines_;
+  http::RequestLineShape shape_;  // the request line so far
+  uint32_t shape_fed_ = 0;
   Span url_;
   std::vector<HeaderSpan> header_spans_;
+  http::Verdict pending_;  // a verdict taken inside an llhttp callback
+  uint64_t content_length_ = 0;
+  Phase phase_ = Phase::kHead;
+  Framing framing_ = Framing::kNone;
+  http::TargetForm form_ = http::TargetForm::kOrigin;
+  uint8_t minor_ = 1;     // the request line's minor version
+  bool started_ = false;  // a request-line byte has arrived
+  bool request_line_done_ = false;
   bool in_value_ = false;
-  std::vector<Span> body_spans_;
-  uint64_t body_bytes_ = 0;
-  uint32_t head_end_ = 0;  // offset just past the last header byte seen
-  bool headers_complete_ = false;
   bool message_complete_ = false;
-  bool continue_sent_ = false;
+  bool keep_alive_ = true;
   bool expects_continue_ = false;
-  int pending_error_ = 0;
-  const char* pending_reason_ = "";
-  std::string body_buffer_;  // chunked bodies are copied here (non-contiguous)
+  bool continue_sent_ = false;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace gearbox

@@ -109,14 +109,16 @@ LLHTTP=("$LLHTTP_SRC/api.c" "$LLHTTP_SRC/http.c" "$LLHTTP_SRC/llhttp.c")
 
 build_http() {
   link http_codec_fuzzer tests/fuzz/http_codec_fuzzer.cc \
-    daemon/http/http_parser.cc daemon/http/http_codec.cc \
-    daemon/http/http_writer.cc daemon/request.cc daemon/response.cc \
-    "${LLHTTP[@]}"
+    daemon/http/http_parser.cc daemon/http/http_head.cc \
+    daemon/http/http_syntax.cc daemon/http/chunked_decoder.cc \
+    daemon/http/http_codec.cc daemon/http/http_writer.cc daemon/request.cc \
+    daemon/response.cc "${LLHTTP[@]}"
 }
 
 build_fastcgi() {
   link fastcgi_codec_fuzzer tests/fuzz/fastcgi_codec_fuzzer.cc \
-    daemon/fastcgi/*.cc daemon/request.cc daemon/response.cc
+    daemon/fastcgi/*.cc daemon/http/http_syntax.cc daemon/request.cc \
+    daemon/response.cc
 }
 
 # clang 14 cannot capture a structured binding in a lambda (P1091, clang 16+);

@@ -94,8 +94,11 @@ void CheckRequest(const Request& r, size_t consumed, size_t buffered) {
   (void)r.QueryParam("");
   int content_lengths = 0;
   std::string_view content_length;
-  std::string_view transfer_encoding;
+  int transfer_encoding_lines = 0;
+  std::string transfer_encoding_all;  // every line, as one list
+  int hosts = 0;
   for (const Header& h : r.headers) {
+    if (EqualsNoCase(h.name, "host")) ++hosts;
     if (h.name.empty()) Fail("empty header name", d);
     for (unsigned char c : h.name) {
       if (!IsTokenChar(c)) Fail("header name is not a token", d);
@@ -113,30 +116,45 @@ void CheckRequest(const Request& r, size_t consumed, size_t buffered) {
       ++content_lengths;
       content_length = h.value;
     }
-    if (EqualsNoCase(h.name, "transfer-encoding")) transfer_encoding = h.value;
+    if (EqualsNoCase(h.name, "transfer-encoding")) {
+      ++transfer_encoding_lines;
+      transfer_encoding_all.append(h.value).push_back(',');
+    }
   }
-  // An upgrade (or CONNECT) ends HTTP on this connection: llhttp skips body
-  // framing and the codec answers and closes, so nothing can be smuggled
-  // behind it (llhttp 8.1 accepts e.g. "Transfer-Encoding: x" there).
-  const bool upgrade = !r.keep_alive && (!r.FindHeader("upgrade").empty() ||
-                                         r.method == "CONNECT");
-  if (upgrade) return;
-  if (content_lengths > 0 && !transfer_encoding.empty()) {
+  // Upgrade is ignored (the connection stays HTTP/1.1) and CONNECT refused,
+  // so every accepted request is held to the framing rules below.
+  if (r.method == "CONNECT") Fail("CONNECT accepted", d);
+  // RFC 9112 3.2: an HTTP/1.1 request has exactly one Host (an absolute-form
+  // target supplies one for HTTP/1.0).
+  if (hosts > 1) Fail("more than one Host accepted", d);
+  if (hosts == 0 && r.version_minor >= 1) Fail("HTTP/1.1 without Host", d);
+  if (content_lengths > 0 && transfer_encoding_lines > 0) {
     // RFC 9112 6.3: a server MAY reject; llhttp does unless lenient. Either
     // way the body must not have been framed by Content-Length.
     Fail("Content-Length together with Transfer-Encoding accepted", d);
   }
-  if (!transfer_encoding.empty()) {
-    // RFC 9112 6.3 (4): a request whose final coding is not chunked cannot be
-    // framed and must be rejected (400).
-    std::string_view last = transfer_encoding;
-    size_t comma = last.rfind(',');
-    if (comma != std::string_view::npos) last = last.substr(comma + 1);
-    if (!EqualsNoCase(Trim(last), "chunked")) {
-      Fail("Transfer-Encoding without final chunked accepted", d);
+  if (transfer_encoding_lines > 0) {
+    // RFC 9112 6.1/6.3: the only coding accepted is exactly one "chunked",
+    // across every Transfer-Encoding line (empty list elements ignored, RFC
+    // 9110 5.6.1); anything else is refused (400 or 501).
+    int elements = 0;
+    bool chunked_last = false;
+    std::string_view rest = transfer_encoding_all;
+    while (true) {
+      const size_t comma = rest.find(',');
+      std::string_view e = Trim(rest.substr(0, comma));
+      if (!e.empty()) {
+        ++elements;
+        chunked_last = EqualsNoCase(e, "chunked");
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (elements != 1 || !chunked_last) {
+      Fail("Transfer-Encoding other than one chunked accepted", d);
     }
   }
-  if (content_lengths > 0 && transfer_encoding.empty()) {
+  if (content_lengths > 0 && transfer_encoding_lines == 0) {
     uint64_t n = 0;
     auto [end, ec] =
         std::from_chars(content_length.data(),

@@ -160,6 +160,54 @@ expect_eq "SCRIPT_NAME body" "waited 1 ms" "$(body_of <<<"$out")"
 out="$(fcgi REQUEST_METHOD=GET REQUEST_URI=/nope)" || fail "cgi-fcgi /nope failed"
 expect_eq "/nope status" "404 Not Found" "$(header_of Status <<<"$out")"
 
+# The questions an HTTP head raises, asked through PARAMS, get the answers the
+# HTTP codec gives (tests/conformance/cases.toml; unit cases in
+# tests/unit/fastcgi), each refusal counted in bad_input, the server healthy.
+bad_input() {
+  fcgi REQUEST_METHOD=GET REQUEST_URI=/status |
+    body_of | sed -n 's/.*"bad_input":\([0-9]*\).*/\1/p'
+}
+before="$(bad_input)"
+[[ -n "$before" ]] || fail "no bad_input in /status"
+refused=0
+expect_status() {  # what, status, VAR=VALUE... (stdin: the body)
+  local what=$1 want=$2
+  shift 2
+  # A refusal may come (and the connection close) before cgi-fcgi has sent all
+  # of STDIN, which it then reports as a failure: only the answer counts.
+  if ! out="$(fcgi "$@")" && [[ "$want" == 200 ]]; then
+    fail "cgi-fcgi $what failed"
+  fi
+  expect_eq "$what" "$want" "$(header_of Status <<<"$out" | cut -d' ' -f1)"
+  [[ "$want" == 200 ]] || refused=$((refused + 1))
+  out="$(fcgi REQUEST_METHOD=GET REQUEST_URI=/hello)" || fail "after $what"
+  expect_eq "healthy after $what" "hello world" "$(body_of <<<"$out")"
+}
+expect_status "CONTENT_LENGTH not a number (cl_hex)" 400 \
+  REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=0x5 < <(printf hello)
+expect_status "CONTENT_LENGTH with a sign (cl_plus_sign)" 400 \
+  REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=+5 < <(printf hello)
+expect_status "CONTENT_LENGTH over 64 bits (cl_overflow)" 400 \
+  REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=99999999999999999999999 < <(printf hello)
+expect_status "STDIN longer than CONTENT_LENGTH" 400 \
+  REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=4 < <(printf hello)
+expect_status "STDIN shorter than CONTENT_LENGTH" 400 \
+  REQUEST_METHOD=POST REQUEST_URI=/echo CONTENT_LENGTH=6 < <(printf hello)
+expect_status "CONNECT (method_connect)" 501 \
+  REQUEST_METHOD=CONNECT REQUEST_URI=t:443 </dev/null
+expect_status "unknown method (method_unknown)" 501 \
+  REQUEST_METHOD=FROB REQUEST_URI=/hello </dev/null
+expect_status "invalid Host (host_space_inside)" 400 \
+  REQUEST_METHOD=GET REQUEST_URI=/hello 'HTTP_HOST=a b' </dev/null
+expect_status "CTL in a header value (field_value_ctl)" 400 \
+  REQUEST_METHOD=GET REQUEST_URI=/hello "HTTP_X_A=a$(printf '\001')b" </dev/null
+expect_status "fragment in REQUEST_URI (target_fragment)" 400 \
+  REQUEST_METHOD=GET 'REQUEST_URI=/hello#frag' </dev/null
+expect_status "absolute REQUEST_URI (absolute_form)" 200 \
+  REQUEST_METHOD=GET REQUEST_URI=http://t/hello HTTP_HOST=t </dev/null
+expect_eq "absolute REQUEST_URI routed on its path" "hello world" "$(body_of <<<"$out")"
+expect_eq "bad_input counts every refusal" "$refused" "$(( $(bad_input) - before ))"
+
 # Concurrent clients (each cgi-fcgi is one connection, no FCGI_KEEP_CONN).
 pids=()
 for i in $(seq 12); do
