@@ -93,6 +93,7 @@ class Bench:
     # One wrk point. `cpu` maps a name to a callable returning the pids to measure.
     def wrk(self, server, path, workload, url, conc, duration, cpu, rss_of=None, tag=None,
             gearbox=None, nginx=None):
+        """One wrk point; through `nginx`, the run records nginx's transport."""
         cmd = ["wrk", "-t1", f"-c{conc}", f"-d{duration}s", "--timeout", "2s", "--latency", url]
         st0 = gearbox.status() if gearbox else None
         ne0 = len(nginx.error_lines()) if nginx else None
@@ -106,6 +107,8 @@ class Bench:
         noise.done(r)
         r.update(kind="wrk", server=server, path=path, workload=workload, conc=conc,
                  duration=duration, wall_s=wall, command=" ".join(cmd), tag=tag)
+        if nginx and path == "nginx":
+            r["transport"] = nginx.transport
         if p.returncode != 0 or "requests in" not in p.stdout:
             r["tool_error"] = (p.stdout + p.stderr)[-400:]
         for k in cpu:
@@ -119,7 +122,7 @@ class Bench:
         status_delta(r, st0, gearbox.status() if gearbox else None)
         self.done += 1
         self.runs.append(r)
-        log(f"{server:<13} {path:<6} {workload:<8} c={conc:<4} {r['rps']:>9.0f} req/s  "
+        log(f"{server:<13} {bench_report.route(r):<10} {workload:<8} c={conc:<4} {r['rps']:>9.0f} req/s  "
             f"p50 {fmt_ms(r['p50_ms'])}  p99 {fmt_ms(r['p99_ms'])}  "
             f"err {r['errors']} (c{r['err_connect']}/r{r['err_read']}/w{r['err_write']}/t{r['err_timeout']}) "
             f"non2xx {r['non2xx']}" + cpu_note(r, cpu)
@@ -149,6 +152,8 @@ class Bench:
         noise.done(r)
         r.update(kind="httperf", server=server, path=path, workload=workload,
                  offered_rps=1000, num_conn=num_conn, command=" ".join(cmd))
+        if nginx and path == "nginx":
+            r["transport"] = nginx.transport
         if p.returncode != 0 or r.get("replies") is None:
             r["tool_error"] = (p.stdout + p.stderr)[-400:]
         for k in cpu:
@@ -159,7 +164,7 @@ class Bench:
             r["nginx_error_lines"] = len(nginx.error_lines()) - ne0
         status_delta(r, st0, gearbox.status() if gearbox else None)
         self.runs.append(r)
-        log(f"{server:<13} {path:<6} {workload:<8} httperf seed: {r['rps']:>7.1f} req/s served "
+        log(f"{server:<13} {bench_report.route(r):<10} {workload:<8} httperf seed: {r['rps']:>7.1f} req/s served "
             f"(2xx {r.get('s2xx')}/{num_conn * 10}, 5xx {r.get('s5xx')}, errors {r.get('errors')}, "
             f"client-timo {r.get('client_timo')}, response {r.get('response_ms')} ms)"
             + (f"  NOISY: other jobs used {r['foreign_cpu_cores']:.2f} cores"
@@ -297,6 +302,7 @@ def plan(args):
             "configs": ["async-1", "threadpool-64", "prefork-8"],
             "direct": {"hello": [16, 64], "wait1ms": [16, 64], "wait20ms": [16], "burn": [16]},
             "nginx": {"hello": [16], "wait1ms": [16]},
+            "nginx_tcp": {"hello": [16]},
             "ref_conc": [16, 64],
             "duration": args.duration or 1,
             "seed": {"wait1ms": ["async-1"], "hello": []},
@@ -310,6 +316,9 @@ def plan(args):
         "configs": [c[0] for c in CONFIGS],
         "direct": {w: conc for w in WORKLOADS},
         "nginx": {"hello": conc, "wait1ms": conc},
+        # nginx -> gearboxd over TCP (127.0.0.1:PORT, the shipped upstream otherwise),
+        # as a multi-host setup runs: ~50 points, ~3 minutes more.
+        "nginx_tcp": {"hello": conc, "wait1ms": conc},
         "ref_conc": conc,
         "duration": args.duration or 3,
         "seed": {"wait1ms": [c[0] for c in CONFIGS],
@@ -322,24 +331,76 @@ def plan(args):
     }
 
 
+def points_per_config(pl):
+    return sum(len(v) for k in ("direct", "nginx", "nginx_tcp") for v in pl.get(k, {}).values())
+
+
 def count_points(pl):
     n = (len(pl["ref_conc"]) + 2 * pl["alternation"]["rounds"] + 2 * len(pl["idle"]["configs"])
          + 2 * len(pl["slow"]["configs"]))
-    for _ in pl["configs"]:
-        n += sum(len(v) for v in pl["direct"].values()) + sum(len(v) for v in pl["nginx"].values())
-    return n
+    return n + len(pl["configs"]) * points_per_config(pl)
 
 
 def estimate(pl):
     d = pl["duration"] + 0.4
-    pts = len(pl["ref_conc"])
-    for _ in pl["configs"]:
-        pts += sum(len(v) for v in pl["direct"].values()) + sum(len(v) for v in pl["nginx"].values())
+    pts = len(pl["ref_conc"]) + len(pl["configs"]) * points_per_config(pl)
     pts += 2 * pl["alternation"]["rounds"]
     seeds = len(pl["seed"]["wait1ms"]) + len(pl["seed"]["hello"]) + 1
     idle = len(pl["idle"]["configs"]) * (2 * d + pl["idle"]["count"] / 1000 + 3)
     idle += len(pl["slow"]["configs"]) * (2 * d + pl["slow"]["count"] / 1000 + 3)
     return pts * d + seeds * (pl["seed_conns"] / 100 + 1) + idle + 2 * len(pl["configs"])
+
+
+def run_config(bench, label, pl):
+    """Every point of one server configuration: direct, through nginx over the unix
+    socket and over TCP, the seed profile, the alternation, idle and slow clients."""
+    d = pl["duration"]
+    gb = Gearbox(bench.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir)
+    gb.start()
+    ngx = Nginx(bench.work, bench.confdir, bench.logdir, label)
+    ngx.start(gb)
+    ngx_tcp = Nginx(bench.work, bench.confdir, bench.logdir, label, transport="tcp")
+    ngx_tcp.start(gb)
+    log(f"=== {label}: gearboxd pid {gb.proc.pid} ({len(gb.pids())} processes) on :{gb.port} "
+        f"and {gb.sock}; nginx :{ngx.proxy} -> socket, nginx :{ngx_tcp.proxy} -> :{gb.port}, "
+        f":{ngx.ref} return 200 ===")
+    gcpu = {"gearboxd": gb.pids}
+    direct = f"http://127.0.0.1:{gb.port}"
+    bench.warmup(label, "direct", direct + "/hello", gcpu)
+    for w, concs in pl["direct"].items():
+        for c in concs:
+            bench.wrk(label, "direct", w, direct + WORKLOADS[w], c, d, gcpu, gb.pids, gearbox=gb)
+    for n, points in ((ngx, pl["nginx"]), (ngx_tcp, pl.get("nginx_tcp", {}))):
+        both = {"gearboxd": gb.pids, "nginx": n.workers}
+        for w, concs in points.items():
+            for c in concs:
+                bench.wrk(label, "nginx", w, f"http://127.0.0.1:{n.proxy}{WORKLOADS[w]}", c, d, both,
+                          gb.pids, gearbox=gb, nginx=n)
+    both = {"gearboxd": gb.pids, "nginx": ngx.workers}
+    for w in ("hello", "wait1ms"):
+        if label in pl["seed"][w]:
+            bench.httperf(label, "nginx", w, ngx.proxy, WORKLOADS[w], pl["seed_conns"], both,
+                          gearbox=gb, nginx=ngx)
+    if label == "async-1":
+        # Target 1: the same client, alternating between gearboxd and nginx.
+        alt = pl["alternation"]
+        for _ in range(alt["rounds"]):
+            bench.wrk(label, "direct", "hello", direct + "/hello", alt["conc"], d, gcpu,
+                      gb.pids, tag="alternation", gearbox=gb)
+            bench.wrk("nginx", "ref", "hello", f"http://127.0.0.1:{ngx.ref}/", alt["conc"], d,
+                      {"nginx": ngx.workers}, tag="alternation")
+    if label in pl["idle"]["configs"]:
+        bench.idle_run(gb, pl["idle"]["count"], d)
+    if label in pl["slow"]["configs"]:
+        bench.idle_run(gb, pl["slow"]["count"], d, kind="slow")
+    for n in (ngx, ngx_tcp):
+        errs = n.stop()
+        if errs:
+            bench.notes.append(f"{label}: nginx ({n.transport}) error.log has {len(errs)} error lines, "
+                               f"e.g. `{errs[0].strip()[:200]}`")
+    rc = gb.stop()
+    if rc != 0:
+        bench.notes.append(f"{label}: gearboxd exited {rc} after SIGTERM")
 
 
 def build_gearboxd():
@@ -413,7 +474,7 @@ def main():
     try:
         # Reference: nginx answering by itself, 1 worker.
         ngx = Nginx(bench.work, bench.confdir, bench.logdir, "ref")
-        ngx.start(os.path.join(bench.work, "http.sock"))
+        ngx.start()
         meta["nginx_snippets"] = ngx.snippets
         log(f"nginx reference (return 200, 1 worker) on :{ngx.ref}; snippets: {ngx.snippets}")
         ncpu = {"nginx": ngx.workers}
@@ -425,48 +486,7 @@ def main():
         ngx.stop()
 
         for label in pl["configs"]:
-            cfg = CONFIG_BY_LABEL[label]
-            gb = Gearbox(binary, cfg, bench.work, bench.logdir, bench.confdir)
-            gb.start()
-            ngx = Nginx(bench.work, bench.confdir, bench.logdir, label)
-            ngx.start(gb.sock)
-            log(f"=== {label}: gearboxd pid {gb.proc.pid} ({len(gb.pids())} processes) on :{gb.port} "
-                f"and {gb.sock}; nginx :{ngx.proxy} -> socket, :{ngx.ref} return 200 ===")
-            gcpu = {"gearboxd": gb.pids}
-            both = {"gearboxd": gb.pids, "nginx": ngx.workers}
-            direct = f"http://127.0.0.1:{gb.port}"
-            proxied = f"http://127.0.0.1:{ngx.proxy}"
-            bench.warmup(label, "direct", direct + "/hello", gcpu)
-            for w, concs in pl["direct"].items():
-                for c in concs:
-                    bench.wrk(label, "direct", w, direct + WORKLOADS[w], c, d, gcpu, gb.pids, gearbox=gb)
-            for w, concs in pl["nginx"].items():
-                for c in concs:
-                    bench.wrk(label, "nginx", w, proxied + WORKLOADS[w], c, d, both, gb.pids,
-                              gearbox=gb, nginx=ngx)
-            for w in ("hello", "wait1ms"):
-                if label in pl["seed"][w]:
-                    bench.httperf(label, "nginx", w, ngx.proxy, WORKLOADS[w], pl["seed_conns"], both,
-                                  gearbox=gb, nginx=ngx)
-            if label == "async-1":
-                # Target 1: the same client, alternating between gearboxd and nginx.
-                alt = pl["alternation"]
-                for _ in range(alt["rounds"]):
-                    bench.wrk(label, "direct", "hello", direct + "/hello", alt["conc"], d, gcpu,
-                              gb.pids, tag="alternation", gearbox=gb)
-                    bench.wrk("nginx", "ref", "hello", f"http://127.0.0.1:{ngx.ref}/", alt["conc"], d,
-                              {"nginx": ngx.workers}, tag="alternation")
-            if label in pl["idle"]["configs"]:
-                bench.idle_run(gb, pl["idle"]["count"], d)
-            if label in pl["slow"]["configs"]:
-                bench.idle_run(gb, pl["slow"]["count"], d, kind="slow")
-            errs = ngx.stop()
-            if errs:
-                bench.notes.append(f"{label}: nginx error.log has {len(errs)} error lines, e.g. "
-                                   f"`{errs[0].strip()[:200]}`")
-            rc = gb.stop()
-            if rc != 0:
-                bench.notes.append(f"{label}: gearboxd exited {rc} after SIGTERM")
+            run_config(bench, label, pl)
     except Exception as e:  # noqa: BLE001 - report, keep what was measured
         failed = f"{type(e).__name__}: {e}"
         log(f"bench: ERROR: {failed}")

@@ -60,6 +60,21 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def route(r):
+    """How the load reached the server: "direct", "ref" (nginx `return 200`),
+    "nginx unix" or "nginx tcp" (runs from before the TCP transport: unix)."""
+    if r.get("path") == "nginx":
+        return f"nginx {r.get('transport') or 'unix'}"
+    return r.get("path")
+
+
+# Plots and their titles per route; "nginx unix" keeps the file name it had
+# before the TCP transport existed.
+PLOT_ROUTES = (("direct", "direct", "direct to gearboxd"),
+               ("nginx unix", "nginx", "through nginx (1 worker) over the unix socket"),
+               ("nginx tcp", "nginx-tcp", "through nginx (1 worker) over TCP"))
+
+
 def _baseline(runs, held):
     """The wrk run on the same server without the held (idle or slow) connections."""
     return next((r for r in runs if r.get("tag") == f"{held['kind']}-baseline"
@@ -77,7 +92,7 @@ def quick_checks(runs, idle):
 
     wrk = [r for r in runs if r["kind"] == "wrk"]
     for r in wrk:
-        name = f"{r['server']} {r['path']} {r['workload']} c={r['conc']}" + (f" ({r['tag']})" if r.get("tag") else "")
+        name = f"{r['server']} {route(r)} {r['workload']} c={r['conc']}" + (f" ({r['tag']})" if r.get("tag") else "")
         check(f"{name}: served requests", r["rps"] > 0 and r["requests"] > 0 and not r.get("tool_error"),
               f"{r['rps']:.0f} req/s, {r['requests']} requests" + (f"; {r['tool_error']}" if r.get("tool_error") else ""))
         strict = not (r["server"].startswith("prefork") and r["path"] == "direct")
@@ -105,7 +120,7 @@ def quick_checks(runs, idle):
         if r["kind"] != "httperf" or r["server"] == "nginx":
             continue
         want = r["num_conn"] * 10
-        name = f"{r['server']} {r['path']} {r['workload']} httperf seed"
+        name = f"{r['server']} {route(r)} {r['workload']} httperf seed"
         if r["server"].startswith(("async", "threadpool")) or r["server"] == "prefork-8":
             check(f"{name}: all {want} replies 2xx, no errors, ~1,000 req/s",
                   r.get("s2xx") == want and r.get("errors") == 0 and (r.get("rps") or 0) >= 900,
@@ -247,7 +262,25 @@ def compute_targets(runs, idle, plan):
                    f"in RSS, /hello p99 < 5 ms{note}", ok,
                    f"{_f(bpc)} B/conn (RSS {i['rss0_kib']:,} -> {i.get('rss1_kib', 0):,} KiB, held "
                    f"{i.get('held_before')}), p99 {_f(i.get('p99_ms'), 2)} ms at {_f(i.get('rps'))} req/s")
+    _nginx_targets(runs, target)
     return T
+
+
+def _nginx_targets(runs, target, conc=64):
+    """(5) hello through nginx at c=64, over each transport: the blocking models at
+    their 2-core sizes against async-2 behind the same nginx."""
+    for transport in ("unix", "tcp"):
+        rs = [r for r in runs if r["kind"] == "wrk" and route(r) == f"nginx {transport}"
+              and r["workload"] == "hello" and r["conc"] == conc and not r.get("tag")]
+        base = next((r for r in rs if r["server"] == "async-2"), None)
+        for label, want in (("threadpool-64", 0.85), ("prefork-8", 0.7)):
+            what = f"hello through nginx over {transport} c={conc}, {label} >= {want}x async-2"
+            r = next((x for x in rs if x["server"] == label), None)
+            if r and base and base["rps"]:
+                target("5", what, r["rps"] >= want * base["rps"],
+                       f"{r['rps']:,.0f} vs {base['rps']:,.0f} req/s = {r['rps'] / base['rps']:.2f}x")
+            else:
+                target("5", what, None, "not run")
 
 
 # --- the report ----------------------------------------------------------------------
@@ -276,6 +309,7 @@ class Report:
 
     # Plots: throughput vs concurrency, one line per server configuration.
     def series(self, workload, path):
+        """[(label, [(conc, rps)])] for one workload over one route (see route())."""
         lines = []
         servers = [c[0] for c in self.configs if c[0] in self.plan["configs"]]
         if workload == "hello":
@@ -283,7 +317,7 @@ class Report:
         for s in servers:
             p = "ref" if s == "nginx" else path
             pts = sorted((r["conc"], r["rps"]) for r in self.runs
-                         if r["kind"] == "wrk" and r["server"] == s and r["path"] == p
+                         if r["kind"] == "wrk" and r["server"] == s and route(r) == p
                          and r["workload"] == workload and not r.get("tag"))
             if pts:
                 lines.append(("nginx return 200 (1 worker)" if s == "nginx" else s, pts))
@@ -299,11 +333,11 @@ class Report:
         term = "pngcairo size 900,540 font ',10'" if "pngcairo" in terms else "png size 900,540"
         jobs = []
         for w in self.workloads:
-            for path, what in (("direct", "direct to gearboxd"), ("nginx", "through nginx (1 worker)")):
+            for path, suffix, what in PLOT_ROUTES:
                 lines = self.series(w, path)
                 if not any(len(p) for _, p in lines) or all(n.startswith("nginx") for n, _ in lines):
                     continue
-                name = f"{w}-{path}"
+                name = f"{w}-{suffix}"
                 with open(os.path.join(out, name + ".dat"), "w") as f:
                     for label, pts in lines:
                         f.write(f"# {label}\n")
@@ -398,11 +432,15 @@ class Report:
                 add(f"| {c[0]} | {c[1]} | `[{c[2]}] {c[3]} = {c[4]}` | {c[5]} |")
         add("| nginx | (reference) | `worker_processes 1` | nginx answering by itself: `return 200 \"hello world\\n\"` |\n")
         add("Every gearboxd runs at the shipped defaults except `model`, the size above, two listeners "
-            "(TCP `127.0.0.1:PORT` for *direct*, `unix:.../http.sock` for nginx) and "
+            "(TCP `127.0.0.1:PORT` for *direct* and *nginx tcp*, `unix:.../http.sock` for *nginx unix*) and "
             "`[limits] max_connections = 30000` (room for the idle test). nginx: 1 worker, `access_log off` "
-            "(for the reference as well), the shipped `gearbox-upstream.conf` (socket path rewritten; "
-            "upstream `keepalive 32`) and `gearbox-http.conf`. Generated files are in `configs/`.\n")
-        add("*direct* = wrk → gearboxd over TCP; *nginx* = wrk → nginx → unix socket → gearboxd; "
+            "(for the reference as well), the shipped `gearbox-upstream.conf` (its server line rewritten to "
+            "the bench's socket, or to `127.0.0.1:PORT` for TCP; upstream `keepalive 32`, `max_fails=0` and "
+            "the rest as shipped) and `gearbox-http.conf`. One nginx per transport. Generated files are in "
+            "`configs/` (`nginx-LABEL.conf`: unix, `nginx-LABEL-tcp.conf`: TCP; each with its "
+            "`-upstream.conf`, which the nginx.conf includes from PREFIX/conf/).\n")
+        add("*direct* = wrk → gearboxd over TCP; *nginx unix* = wrk → nginx → unix socket → gearboxd; "
+            "*nginx tcp* = wrk → nginx → TCP 127.0.0.1 → gearboxd (how a multi-host setup runs); "
             "*ref* = wrk → nginx `return 200`. All load is closed-loop `wrk -t1` (one client thread: "
             "on 2 cores the client needs one), `--timeout 2s`. CPU is utime+stime from `/proc/PID/stat` "
             "of gearboxd's master and every child (all threads), and of nginx's worker, before/after each "
@@ -480,7 +518,7 @@ class Report:
             "| other jobs (cores) |")
         add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in seed:
-            add(f"| {r['server']} | {r['path']} | {r['workload']} | {_f(r.get('rps'), 1)} | {r.get('s2xx')} | "
+            add(f"| {r['server']} | {route(r)} | {r['workload']} | {_f(r.get('rps'), 1)} | {r.get('s2xx')} | "
                 f"{r.get('s5xx')} | {r.get('errors')} ({r.get('client_timo')}) | {r.get('response_ms')} | "
                 f"{r.get('conn_time_max_ms')} | {_f(r.get('gearboxd_cpu_us_per_req'), 1)} | "
                 f"{_f(r.get('nginx_cpu_us_per_req'), 1)} | {_f(r.get('accepts_per_req'), 3)} | "
@@ -502,13 +540,13 @@ class Report:
         add("|---|---|" + "---|" * len(concs))
         keys = []
         for r in runs:
-            k = (r["server"], r["path"])
+            k = (r["server"], route(r))
             if k not in keys:
                 keys.append(k)
         for s, p in keys:
             cells = []
             for c in concs:
-                r = next((x for x in runs if x["server"] == s and x["path"] == p and x["conc"] == c), None)
+                r = next((x for x in runs if x["server"] == s and route(x) == p and x["conc"] == c), None)
                 if r is None:
                     cells.append("")
                 else:
@@ -519,9 +557,9 @@ class Report:
             add(f"| {s} | {p} | " + " | ".join(cells) + " |")
         add(f"\n⚠ = errors or non-2xx in that run (see details). ≈ = other jobs on the host used more than "
             f"{NOISY_CORES} cores during that run: the figure is unreliable.\n")
-        for p in ("direct", "nginx"):
-            if f"{w}-{p}.png" in self.plots:
-                add(f"![{w} {p}]({w}-{p}.png)")
+        for p, suffix, _ in PLOT_ROUTES:
+            if f"{w}-{suffix}.png" in self.plots:
+                add(f"![{w} {p}]({w}-{suffix}.png)")
         add("")
         add("<details><summary>all figures</summary>\n")
         add("| server | path | c | req/s | p50 ms | p99 ms | errors c/r/w/t | non-2xx | gearboxd µs/req "
@@ -529,7 +567,7 @@ class Report:
             "| other jobs (cores) |")
         add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in runs:
-            add(f"| {r['server']} | {r['path']} | {r['conc']} | {r['rps']:,.0f} | {_f(r['p50_ms'], 2)} | "
+            add(f"| {r['server']} | {route(r)} | {r['conc']} | {r['rps']:,.0f} | {_f(r['p50_ms'], 2)} | "
                 f"{_f(r['p99_ms'], 2)} | {r['err_connect']}/{r['err_read']}/{r['err_write']}/{r['err_timeout']} | "
                 f"{r['non2xx']} | {_f(r.get('gearboxd_cpu_us_per_req'), 1)} | "
                 f"{_f(r.get('nginx_cpu_us_per_req'), 1)} | {_f(r.get('accepts_per_req'), 3)} | "

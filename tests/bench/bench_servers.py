@@ -151,14 +151,74 @@ def stop_all():
             stop_proc(p, signal.SIGTERM, 10)
 
 
+# --- TOML snippets merged into a generated config ------------------------------
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
+
+
+def _toml_blocks(text):
+    """[(header or None, name, [lines])]: the top-level lines, then one block per
+    table header. A line that is not `key = ...` stays with the key above it (a
+    multi-line array); gearboxd -t checks the merged file anyway."""
+    blocks = [(None, None, [])]
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            blocks.append((m.group(1), m.group(2), [line]))
+        else:
+            blocks[-1][2].append(line)
+    return blocks
+
+
+def _key_groups(lines):
+    """[(key or None, [lines])] for the lines of one block (its header excluded)."""
+    groups = []
+    for line in lines:
+        m = _KEY.match(line)
+        if m or not groups:
+            groups.append((m.group(1) if m else None, [line]))
+        else:
+            groups[-1][1].append(line)
+    return groups
+
+
+def merge_toml(base, extra):
+    """`base` with the snippet `extra` merged in: a key of a [table] the base already
+    has replaces the base's key of that name (or is added to that table); other
+    tables and every [[array-of-tables]] entry are appended. So a snippet can say
+    `[limits] max_connections = 500` or add a `[[route]]` without knowing the rest."""
+    import tomllib  # Python >= 3.11; the check gives the snippet's own line numbers
+    tomllib.loads(extra)
+    out = _toml_blocks(base)
+    for kind, name, lines in _toml_blocks(extra):
+        target = next((b for b in out if b[0] == kind and b[1] == name), None) if kind != "[[" else None
+        if target is None:
+            if lines and any(ln.strip() for ln in lines):
+                out.append((kind, name, list(lines)))
+            continue
+        body = lines if kind is None else lines[1:]
+        new = _key_groups(body)
+        keys = {k for k, _ in new if k}
+        head = target[2][:0] if kind is None else target[2][:1]
+        kept = [g for g in _key_groups(target[2][len(head):]) if g[0] not in keys]
+        target[2][:] = head + [ln for _, g in kept for ln in g] + [ln for _, g in new for ln in g]
+    return "\n".join(ln for _, _, lines in out for ln in lines) + "\n"
+
+
 class Gearbox:
-    def __init__(self, binary, cfg, work, logdir, confdir):
+    """One gearboxd: `cfg` is a CONFIGS row; `tag` names its files (A/B sides);
+    `extra` is TOML merged into the generated config (merge_toml)."""
+
+    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None):
         self.label, self.model, self.section, self.key, self.size, _ = cfg
         self.binary = binary
         self.port = free_port()
         self.sock = os.path.join(work, "http.sock")
-        self.conf = os.path.join(confdir, f"gearbox-{self.label}.toml")
-        self.logfile = os.path.join(logdir, f"gearboxd-{self.label}.log")
+        name = f"{tag}-{self.label}" if tag else self.label
+        self.conf = os.path.join(confdir, f"gearbox-{name}.toml")
+        self.logfile = os.path.join(logdir, f"gearboxd-{name}.log")
+        self.extra = extra
         self.proc = None
 
     def write_config(self):
@@ -187,6 +247,8 @@ unix_mode = 0o666
 [limits]
 max_connections = 30000
 """
+        if self.extra:
+            text = merge_toml(text, self.extra)
         with open(self.conf, "w") as f:
             f.write(text)
         r = sh([self.binary, "-t", "-c", self.conf])
@@ -254,10 +316,18 @@ def http_get_ok(host, port, path, timeout=1.0):
 
 
 class Nginx:
-    """nginx, 1 worker, temp prefix: the shipped gearbox snippets in front of the
-    gearboxd socket (port `proxy`), and `return 200` by itself (port `ref`)."""
+    """nginx, 1 worker, temp prefix: the shipped gearbox snippets in front of
+    gearboxd (port `proxy`), and `return 200` by itself (port `ref`). `transport`
+    is how nginx reaches gearboxd: "unix" (the shipped socket, path rewritten) or
+    "tcp" (the shipped upstream with its server line set to 127.0.0.1:PORT, as a
+    multi-host setup runs; keepalive 32 and the rest unchanged)."""
 
-    def __init__(self, work, confdir, logdir, tag):
+    def __init__(self, work, confdir, logdir, tag, transport="unix"):
+        if transport not in ("unix", "tcp"):
+            raise ValueError(f"nginx transport {transport!r}: want unix or tcp")
+        self.transport = transport
+        if transport == "tcp":
+            tag = f"{tag}-tcp"
         self.prefix = os.path.join(work, f"nginx-{tag}")
         self.tag = tag
         self.proxy = free_port()
@@ -268,7 +338,14 @@ class Nginx:
         self.proc = None
         self.snippets = "shipped"
 
-    def write_config(self, sock):
+    def upstream_for(self, gb):
+        """The address nginx's upstream gives for gearboxd `gb` (None: the reference
+        server alone, the upstream points at a socket nobody listens on)."""
+        if gb is None:
+            return f"unix:{os.path.dirname(self.prefix)}/http.sock"
+        return f"127.0.0.1:{gb.port}" if self.transport == "tcp" else f"unix:{gb.sock}"
+
+    def write_config(self, sock, server):
         for d in ("conf", "logs", "tmp"):
             os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
         upstream_file = os.path.join(SNIPPETS, "gearbox-upstream.conf")
@@ -276,11 +353,16 @@ class Nginx:
         sockdir = os.path.dirname(sock)
         if os.path.exists(upstream_file) and os.path.exists(http_file):
             with open(upstream_file) as f:
-                up = f.read().replace("unix:/run/gearbox/", f"unix:{sockdir}/")
+                up = f.read()
+            shipped = "server unix:/run/gearbox/http.sock"
+            if shipped not in up:
+                raise RuntimeError(f"{upstream_file} has no `{shipped}` line to point at gearboxd")
+            up = up.replace(shipped, f"server {server}")
+            up = up.replace("unix:/run/gearbox/", f"unix:{sockdir}/")  # the FastCGI upstream
             location = f"include {http_file};"
         else:  # an equivalent inline config, until packaging/nginx ships one
             self.snippets = "inline (packaging/nginx/ snippets missing)"
-            up = (f"upstream gearbox_http {{\n  server unix:{sock} max_fails=0;\n"
+            up = (f"upstream gearbox_http {{\n  server {server} max_fails=0;\n"
                   "  keepalive 32;\n  keepalive_timeout 60s;\n  keepalive_requests 1000;\n}\n")
             location = ("proxy_pass http://gearbox_http;\n    proxy_http_version 1.1;\n"
                         "    proxy_set_header Connection \"\";\n    proxy_set_header Host $host;\n"
@@ -323,12 +405,17 @@ http {{
         with open(self.conf, "w") as f:
             f.write(text)
         shutil.copy(self.conf, os.path.join(self.confdir, f"nginx-{self.tag}.conf"))
+        shutil.copy(os.path.join(p, "conf", "gearbox-upstream.conf"),
+                    os.path.join(self.confdir, f"nginx-{self.tag}-upstream.conf"))
         r = sh(["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-t"])
         if r.returncode != 0:
             raise RuntimeError(f"nginx -t failed: {r.stderr}")
 
-    def start(self, sock):
-        self.write_config(sock)
+    def start(self, gb=None):
+        """Starts nginx in front of gearboxd `gb` (a Gearbox), over self.transport."""
+        self.upstream = self.upstream_for(gb)
+        sock = gb.sock if gb else self.upstream[len("unix:"):]
+        self.write_config(sock, self.upstream)
         p = self.prefix
         self.proc = subprocess.Popen(
             ["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-g", "daemon off;"],

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""bench_ab.py: A/B comparison of two gearboxd binaries (tests/bench/run.sh --ab OLD NEW).
+
+For each server configuration the two sides alternate, round by round (A B A B A B):
+each side is started fresh on ports chosen fresh, from identical configs (bench.py's
+generator, plus an optional TOML snippet per side), warmed up, driven through every
+workload x path x concurrency with wrk, and stopped. Per cell the median req/s of
+each side gives the ratio B/A (NEW/OLD); CPU per request and p99 come the same way.
+Writes ab.md and ab.json to --out and prints the table. The same binary on both
+sides measures the noise floor. Standard library only; every process it starts is
+stopped by PID.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_report  # noqa: E402
+from bench import CONFIG_BY_LABEL, CONFIGS, WORKLOADS, Bench  # noqa: E402
+from bench_servers import HERE, T0, Gearbox, Nginx, log, sh, stop_all  # noqa: E402
+
+# A model name means the model at bench.py's 2-core size (CONFIGS explains them).
+MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
+PATHS = ("direct", "nginx-unix", "nginx-tcp")
+NOISY_CORES = bench_report.NOISY_CORES
+
+
+class Side:
+    """One side of the comparison: a binary, a name and an optional TOML snippet."""
+
+    def __init__(self, key, name, binary, extra_file):
+        self.key, self.name = key, name
+        self.binary = os.path.abspath(binary)
+        if not os.access(self.binary, os.X_OK):
+            sys.exit(f"bench_ab: {binary}: not an executable file")
+        self.extra_file = extra_file
+        self.extra = None
+        if extra_file:
+            with open(extra_file) as f:
+                self.extra = f.read()
+        with open(self.binary, "rb") as f:
+            self.sha256 = hashlib.sha256(f.read()).hexdigest()
+        self.version = sh([self.binary, "-v"]).stdout.strip()
+
+    def facts(self):
+        return {"name": self.name, "binary": self.binary, "sha256": self.sha256,
+                "version": self.version, "extra_file": self.extra_file, "extra": self.extra}
+
+
+def _list(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="run.sh --ab", description="A/B: two gearboxd binaries, "
+                                 "alternating rounds, median per side, ratio NEW/OLD (tests/bench/README.md)")
+    ap.add_argument("--ab", nargs=2, metavar=("OLD", "NEW"), required=True,
+                    help="the two gearboxd binaries (the same one twice: the noise floor)")
+    ap.add_argument("--names", default="old,new", help="what to call the two sides (default old,new)")
+    ap.add_argument("--workloads", help="comma-separated: " + ", ".join(WORKLOADS) +
+                    ", or NAME=/path?query (default hello,wait1ms)")
+    ap.add_argument("--models", help="comma-separated model names (async = async-2, threadpool = "
+                    "threadpool-64, prefork = prefork-8) or bench labels (async-1, ...); default all three")
+    ap.add_argument("--conns", help="comma-separated wrk concurrencies (default 64,256; quick 64)")
+    ap.add_argument("--paths", default="direct", help="comma-separated: " + ", ".join(PATHS) +
+                    " (default direct)")
+    ap.add_argument("--rounds", type=int, help="rounds per side (default 3; quick 1)")
+    ap.add_argument("--duration", type=int, help="seconds per wrk run (default 3; quick 1)")
+    ap.add_argument("--extra", metavar="FILE", help="TOML merged into both sides' configs")
+    ap.add_argument("--extra-old", metavar="FILE", help="TOML merged into the OLD side's config only")
+    ap.add_argument("--extra-new", metavar="FILE", help="TOML merged into the NEW side's config only")
+    ap.add_argument("--min-ratio", type=float, default=0.95,
+                    help="mark cells whose NEW/OLD req/s ratio is below this (default 0.95)")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a ratio is below --min-ratio")
+    ap.add_argument("--quick", action="store_true",
+                    help="sanity pass (< 1 minute): 1 round, 1 s, c=64; exit 1 if a run is not sane")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "ab"))
+    ap.add_argument("--no-plots", action="store_true", help="accepted for run.sh symmetry (no plots)")
+    return ap.parse_args(argv)
+
+
+def make_plan(args):
+    """The cells and rounds, after --quick's defaults and validation."""
+    workloads = {}
+    for w in _list(args.workloads or "hello,wait1ms"):
+        name, eq, path = w.partition("=")
+        if eq:
+            if not path.startswith("/"):
+                sys.exit(f"bench_ab: workload {w}: the path must start with /")
+            workloads[name] = path
+        elif w in WORKLOADS:
+            workloads[w] = WORKLOADS[w]
+        else:
+            sys.exit(f"bench_ab: unknown workload {w} (valid: {', '.join(WORKLOADS)}, or NAME=/path)")
+    models = [MODEL_SIZE.get(m, m) for m in _list(args.models or "async,threadpool,prefork")]
+    for m in models:
+        if m not in CONFIG_BY_LABEL:
+            sys.exit(f"bench_ab: unknown model {m} (valid: {', '.join(MODEL_SIZE)}, "
+                     f"{', '.join(CONFIG_BY_LABEL)})")
+    paths = _list(args.paths)
+    for p in paths:
+        if p not in PATHS:
+            sys.exit(f"bench_ab: unknown path {p} (valid: {', '.join(PATHS)})")
+    conns = [int(c) for c in _list(args.conns or ("64" if args.quick else "64,256"))]
+    rounds = args.rounds or (1 if args.quick else 3)
+    duration = args.duration or (1 if args.quick else 3)
+    if rounds < 1 or duration < 1 or not conns or min(conns) < 1:
+        sys.exit("bench_ab: --rounds, --duration and --conns must be >= 1")
+    return {"workloads": workloads, "models": models, "paths": paths, "conns": conns,
+            "rounds": rounds, "duration": duration}
+
+
+def estimate_s(pl):
+    cells = len(pl["workloads"]) * len(pl["paths"]) * len(pl["conns"])
+    per_start = 3.0 + cells * (pl["duration"] + 0.5)  # start, warmup, stop + the runs
+    return 2 * pl["rounds"] * len(pl["models"]) * per_start
+
+
+def check_configs(sides, pl, work):
+    """gearboxd -t on every side x model before any load (a bad snippet fails in seconds)."""
+    for side in sides:
+        for label in pl["models"]:
+            Gearbox(side.binary, CONFIG_BY_LABEL[label], work, work, work, tag=f"check-{side.key}",
+                    extra=side.extra).write_config()
+
+
+def run_side(bench, side, label, rnd, pl):
+    """One side's round on one configuration: fresh gearboxd (and nginx), every cell."""
+    d = pl["duration"]
+    tag = f"{side.key}-r{rnd}"
+    gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
+                 tag=tag, extra=side.extra)
+    gb.start()
+    nginx = {}
+    try:
+        for p in pl["paths"]:
+            if p.startswith("nginx-"):
+                n = Nginx(bench.work, bench.confdir, bench.logdir, f"{tag}-{label}",
+                          transport=p.split("-", 1)[1])
+                n.start(gb)
+                nginx[p] = n
+        log(f"=== {side.name} ({side.key}) round {rnd}: {label}, gearboxd pid {gb.proc.pid} on :{gb.port}"
+            + "".join(f", {p} :{n.proxy}" for p, n in nginx.items()) + " ===")
+        gcpu = {"gearboxd": gb.pids}
+        bench.warmup(label, "direct", f"http://127.0.0.1:{gb.port}/hello", gcpu)
+        for w, uri in pl["workloads"].items():
+            for p in pl["paths"]:
+                n = nginx.get(p)
+                port = n.proxy if n else gb.port
+                cpu = dict(gcpu, nginx=n.workers) if n else gcpu
+                for c in pl["conns"]:
+                    r = bench.wrk(label, "nginx" if n else "direct", w, f"http://127.0.0.1:{port}{uri}", c,
+                                  d, cpu, gb.pids, tag=f"{side.name} r{rnd}", gearbox=gb, nginx=n)
+                    r.update(side=side.key, round=rnd, ab_path=p)
+    finally:
+        for n in nginx.values():
+            n.stop()
+        rc = gb.stop()
+        if rc != 0:
+            bench.notes.append(f"{side.name} {label} round {rnd}: gearboxd exited {rc} after SIGTERM")
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _side_figures(rs):
+    rps = [r["rps"] for r in rs]
+    med = _median(rps)
+    return {"rps": rps, "rps_median": med,
+            "spread": (max(rps) - min(rps)) / med if med else None,
+            "cpu_us_per_req": _median(r.get("gearboxd_cpu_us_per_req") for r in rs),
+            "nginx_cpu_us_per_req": _median(r.get("nginx_cpu_us_per_req") for r in rs),
+            "p99_ms": _median(r.get("p99_ms") for r in rs),
+            "errors": sum(r["errors"] + r["non2xx"] for r in rs),
+            "noisy_runs": sum((r.get("foreign_cpu_cores") or 0) > NOISY_CORES for r in rs),
+            "runs": len(rs)}
+
+
+def _ratio(b, a):
+    return b / a if a and b is not None else None
+
+
+def cells(runs, pl):
+    out = []
+    for label in pl["models"]:
+        for w in pl["workloads"]:
+            for p in pl["paths"]:
+                for c in pl["conns"]:
+                    sel = [r for r in runs if r["server"] == label and r["workload"] == w
+                           and r["ab_path"] == p and r["conc"] == c]
+                    a = _side_figures([r for r in sel if r["side"] == "a"])
+                    b = _side_figures([r for r in sel if r["side"] == "b"])
+                    out.append({"model": label, "workload": w, "path": p, "conc": c, "a": a, "b": b,
+                                "ratio": _ratio(b["rps_median"], a["rps_median"]),
+                                "cpu_ratio": _ratio(b["cpu_us_per_req"], a["cpu_us_per_req"]),
+                                "p99_ratio": _ratio(b["p99_ms"], a["p99_ms"])})
+    return out
+
+
+def _f(v, digits=0, unit=""):
+    return bench_report._f(v, digits, unit)
+
+
+def table(cs, names, min_ratio):
+    """The markdown table, one row per cell."""
+    a, b = names
+    L = [f"| workload | model | path | c | {a} req/s | {b} req/s | **{b}/{a}** | spread {a} / {b} "
+         f"| gearboxd µs/req {a} → {b} (ratio) | p99 ms {a} → {b} | errors {a}/{b} | noisy runs |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cs:
+        mark = " ✗" if c["ratio"] is not None and c["ratio"] < min_ratio else ""
+        L.append(f"| {c['workload']} | {c['model']} | {c['path']} | {c['conc']} | {_f(c['a']['rps_median'])} "
+                 f"| {_f(c['b']['rps_median'])} | **{_f(c['ratio'], 3)}**{mark} "
+                 f"| {_f(_pct(c['a']['spread']), 1, '%')} / {_f(_pct(c['b']['spread']), 1, '%')} "
+                 f"| {_f(c['a']['cpu_us_per_req'], 1)} → {_f(c['b']['cpu_us_per_req'], 1)} "
+                 f"({_f(c['cpu_ratio'], 3)}) | {_f(c['a']['p99_ms'], 2)} → {_f(c['b']['p99_ms'], 2)} "
+                 f"| {c['a']['errors']}/{c['b']['errors']} "
+                 f"| {c['a']['noisy_runs'] + c['b']['noisy_runs']}/{c['a']['runs'] + c['b']['runs']} |")
+    return L
+
+
+def _pct(v):
+    return None if v is None else 100 * v
+
+
+def summary(cs, names, min_ratio):
+    ratios = [c["ratio"] for c in cs if c["ratio"] is not None]
+    if not ratios:
+        return "no ratio measured"
+    low = [c for c in cs if c["ratio"] is not None and c["ratio"] < min_ratio]
+    lo, hi = min(ratios), max(ratios)
+    text = (f"{names[1]}/{names[0]} req/s over {len(ratios)} cells: min {lo:.3f}, median "
+            f"{statistics.median(ratios):.3f}, max {hi:.3f}; ")
+    if low:
+        return text + f"{len(low)} below {min_ratio}: " + ", ".join(
+            f"{c['workload']} {c['model']} {c['path']} c={c['conc']} ({c['ratio']:.3f})" for c in low)
+    return text + f"none below {min_ratio}"
+
+
+def markdown(meta, pl, cs, checks):
+    a, b = meta["names"]
+    sa, sb = meta["sides"]
+    L = [f"# gearboxd A/B: {b} vs {a}\n",
+         f"Generated by `tests/bench/run.sh --ab` (`tests/bench/bench_ab.py`). {pl['rounds']} rounds per "
+         f"side, alternating ({' '.join(['A B'] * pl['rounds'])}) within each configuration; every round "
+         "starts that side's gearboxd (and nginx) afresh on ports chosen fresh, from identical generated "
+         f"configs, warms it up (1 s of `/hello`), then runs each cell for {pl['duration']} s with "
+         "`wrk -t1 --latency --timeout 2s`. Per cell: the median of each side's rounds; "
+         f"**{b}/{a}** is the ratio of the medians of req/s. *spread* = (max − min) / median of a side's "
+         "rounds. CPU is gearboxd's (master and children, all threads) per request.\n"]
+    if sa["sha256"] == sb["sha256"] and sa["extra"] == sb["extra"]:
+        L.append("**Both sides run the same binary with the same config: the ratios are this machine's "
+                 "noise floor.**\n")
+    if meta.get("error"):
+        L.append(f"**The run stopped early: {meta['error']}.** The figures below are what was measured.\n")
+    L.append("| | " + a + " | " + b + " |\n|---|---|---|")
+    L.append(f"| binary | `{sa['binary']}` | `{sb['binary']}` |")
+    L.append(f"| sha256 | `{sa['sha256'][:16]}` | `{sb['sha256'][:16]}` |")
+    L.append(f"| `-v` | `{sa['version']}` | `{sb['version']}` |")
+    L.append(f"| extra config | {_snippet(sa)} | {_snippet(sb)} |\n")
+    L.append(f"Summary: {meta['summary']}.\n")
+    L.extend(table(cs, meta["names"], meta["min_ratio"]))
+    L.append(f"\n✗ = ratio below {meta['min_ratio']}. *noisy runs*: runs during which other jobs on the host "
+             f"used more than {NOISY_CORES} cores (figures unreliable).\n")
+    if checks:
+        bad = [c for c in checks if not c["ok"]]
+        L.append(f"Quick checks: {len(checks) - len(bad)}/{len(checks)} passed.\n")
+        L.extend(f"- FAILED: {c['what']}: {c['detail']}" for c in bad)
+    L.append("## Machine\n")
+    L.append(f"{meta['nproc']} CPUs ({meta['cpu']}), kernel `{meta['kernel']}`, {meta['nginx']}, {meta['wrk']}. "
+             f"Load average: start {' '.join(meta['loadavg_start'])}, end {' '.join(meta['loadavg_end'])}. "
+             f"Elapsed {meta['elapsed_s']} s. Models: " + ", ".join(
+                 f"{c[0]} = `[{c[2]}] {c[3]} = {c[4]}`" for c in CONFIGS if c[0] in pl["models"]) + ".\n")
+    L.append("Command:\n\n```sh\n" + meta["command"] + "\n```\n")
+    L.extend(f"- {n}" for n in meta["notes"])
+    return "\n".join(L) + "\n"
+
+
+def _snippet(side):
+    if not side["extra"]:
+        return "–"
+    return f"`{side['extra_file']}`: `" + " ".join(side["extra"].split())[:200] + "`"
+
+
+def main(argv):
+    args = parse_args(argv)
+    pl = make_plan(args)
+    names = _list(args.names)
+    if len(names) != 2 or names[0] == names[1]:
+        sys.exit("bench_ab: --names wants two different names, e.g. old,new")
+    if any(p.startswith("nginx") for p in pl["paths"]) and not shutil.which("nginx"):
+        sys.exit("bench_ab: nginx is not installed (.ci/setup installs it)")
+    if not shutil.which("wrk"):
+        sys.exit("bench_ab: wrk is not installed (.ci/setup installs it)")
+    sides = [Side("a", names[0], args.ab[0], args.extra_old or args.extra),
+             Side("b", names[1], args.ab[1], args.extra_new or args.extra)]
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    meta = bench_report.machine_facts()
+    meta.update(names=names, sides=[s.facts() for s in sides], min_ratio=args.min_ratio,
+                command="tests/bench/run.sh " + " ".join(argv), notes=[],
+                loadavg_start=open("/proc/loadavg").read().split()[:3])
+    bench = Bench(args, None, out)
+    bench.total = 2 * pl["rounds"] * len(pl["models"]) * len(pl["workloads"]) * len(pl["paths"]) * len(pl["conns"])
+    log(f"bench_ab: {names[0]} = {sides[0].binary}, {names[1]} = {sides[1].binary}; {bench.total} runs, "
+        f"estimated {estimate_s(pl) / 60:.1f} min; load average {' '.join(meta['loadavg_start'])}; out {out}")
+    failed = None
+    try:
+        check_configs(sides, pl, bench.work)
+        for label in pl["models"]:
+            for rnd in range(1, pl["rounds"] + 1):
+                for side in sides:
+                    run_side(bench, side, label, rnd, pl)
+    except Exception as e:  # noqa: BLE001 - report, keep what was measured
+        failed = f"{type(e).__name__}: {e}"
+        log(f"bench_ab: ERROR: {failed}")
+    finally:
+        stop_all()
+        shutil.rmtree(bench.work, ignore_errors=True)
+    return report(args, pl, meta, bench, failed, out)
+
+
+def report(args, pl, meta, bench, failed, out):
+    cs = cells(bench.runs, pl)
+    checks = bench_report.quick_checks(bench.runs, []) if args.quick else []
+    if args.quick:
+        for c in cs:
+            name = f"{c['workload']} {c['model']} {c['path']} c={c['conc']}"
+            checks.append({"what": f"A/B {name}: both sides measured, ratio computed",
+                           "ok": c["ratio"] is not None and c["a"]["runs"] == c["b"]["runs"] == pl["rounds"],
+                           "warning": False, "detail": f"ratio {_f(c['ratio'], 3)}"})
+    meta.update(loadavg_end=open("/proc/loadavg").read().split()[:3], elapsed_s=round(time.monotonic() - T0, 1),
+                error=failed, summary=summary(cs, meta["names"], args.min_ratio))
+    meta["notes"] += bench.notes
+    with open(os.path.join(out, "ab.json"), "w") as f:
+        json.dump({"meta": meta, "plan": pl, "cells": cs, "runs": bench.runs, "checks": checks}, f, indent=1)
+    with open(os.path.join(out, "ab.md"), "w") as f:
+        f.write(markdown(meta, pl, cs, checks))
+    print()
+    for line in table(cs, meta["names"], args.min_ratio):
+        print(line)
+    print()
+    log(f"bench_ab: {meta['summary']}")
+    log(f"bench_ab: wrote {out}/ab.md and ab.json ({meta['elapsed_s']} s)")
+    bad = [c for c in checks if not c["ok"]]
+    for c in bad:
+        log(f"check FAILED: {c['what']}: {c['detail']}")
+    if failed:
+        return 2
+    if args.quick:
+        log(f"quick: {len(checks) - len(bad)}/{len(checks)} checks passed")
+        if bad:
+            return 1
+    if args.strict and any(c["ratio"] is None or c["ratio"] < args.min_ratio for c in cs):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    def _term(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, _term)
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        stop_all()
+        sys.exit(130)
