@@ -199,6 +199,7 @@ class Bench:
             p.stdin.write("check\n")
             p.stdin.flush()
             res["held_before"] = parse_kv(read_line(p, 10)).get("open")
+            st_held = gb.status()
             r = self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids,
                          tag=f"{kind}-loaded", gearbox=gb)
             res["rss2_kib"] = rss_kib(gb.pids())
@@ -217,9 +218,12 @@ class Bench:
             res["rps"], res["errors"], res["non2xx"] = r["rps"], r["errors"], r["non2xx"]
             res["wrk_conc"] = conc
             st1 = gb.status()
-            if st0 and st1:
-                # prefork: slow heads its head guard took over.
-                res["parked"] = st1.get("parked", 0) - st0.get("parked", 0)
+            if st0 and st_held and st1:
+                # prefork: slow heads its head guard took over, counted before the load
+                # starts (only the held clients connected meanwhile). On a loaded host a
+                # wrk connection whose head is late can be parked too: counted apart.
+                res["parked"] = st_held.get("parked", 0) - st0.get("parked", 0)
+                res["parked_under_load"] = st1.get("parked", 0) - st_held.get("parked", 0)
         finally:
             try:
                 p.stdin.close()

@@ -75,6 +75,15 @@ PLOT_ROUTES = (("direct", "direct", "direct to gearboxd"),
                ("nginx tcp", "nginx-tcp", "through nginx (1 worker) over TCP"))
 
 
+def _parked(held):
+    """The slow table's parked cell: heads the head guard took while only the slow
+    clients were connected, plus any wrk connection parked under load."""
+    if not held["server"].startswith("prefork"):
+        return "–"
+    extra = held.get("parked_under_load")
+    return f"{held.get('parked', '–')}" + (f" (+{extra} under load)" if extra else "")
+
+
 def _baseline(runs, held):
     """The wrk run on the same server without the held (idle or slow) connections."""
     return next((r for r in runs if r.get("tag") == f"{held['kind']}-baseline"
@@ -596,7 +605,7 @@ class Report:
             base = _baseline(self.runs, i)
             add(f"| {i['server']} | {i['count']:,} | {i.get('held_before')}→{i.get('held_after')} | "
                 f"{i['rss0_kib']:,} → {i.get('rss1_kib', 0):,} | {_f(i.get('bytes_per_conn'))} | "
-                f"{i.get('parked', '–') if i['server'].startswith('prefork') else '–'} | {_f(i.get('rps'))} | "
+                f"{_parked(i)} | {_f(i.get('rps'))} | "
                 f"{_f(base['rps'] if base else None)} | {_f(_ratio(i.get('rps'), base['rps'] if base else None), 2)} | "
                 f"{_f(i.get('p99_ms'), 2)} | {_f(base['p99_ms'] if base else None, 2)} |")
         add("")
