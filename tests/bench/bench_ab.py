@@ -23,6 +23,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
+import bench_toml  # noqa: E402
 from bench import CONFIG_BY_LABEL, CONFIGS, WORKLOADS, Bench  # noqa: E402
 from bench_servers import HERE, T0, Gearbox, Nginx, log, sh, stop_all  # noqa: E402
 
@@ -61,7 +62,7 @@ def _list(text):
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="run.sh --ab", description="A/B: two gearboxd binaries, "
                                  "alternating rounds, median per side, ratio NEW/OLD (tests/bench/README.md)")
-    ap.add_argument("--ab", nargs=2, metavar=("OLD", "NEW"), required=True,
+    ap.add_argument("--ab", nargs=2, metavar=("OLD", "NEW"),
                     help="the two gearboxd binaries (the same one twice: the noise floor)")
     ap.add_argument("--names", default="old,new", help="what to call the two sides (default old,new)")
     ap.add_argument("--workloads", help="comma-separated: " + ", ".join(WORKLOADS) +
@@ -83,7 +84,23 @@ def parse_args(argv):
                     help="sanity pass (< 1 minute): 1 round, 1 s, c=64; exit 1 if a run is not sane")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "ab"))
     ap.add_argument("--no-plots", action="store_true", help="accepted for run.sh symmetry (no plots)")
-    return ap.parse_args(argv)
+    ap.add_argument("--rerender", metavar="DIR", help="only rewrite DIR/ab.md from its ab.json")
+    args = ap.parse_args(argv)
+    if not args.ab and not args.rerender:
+        ap.error("--ab OLD NEW is required")
+    return args
+
+
+def rerender(args):
+    with open(os.path.join(args.rerender, "ab.json")) as f:
+        j = json.load(f)
+    meta, pl = j["meta"], j["plan"]
+    cs = cells(j["runs"], pl)
+    meta.update(summary=summary(cs, meta["names"], meta["min_ratio"]), noise=noise_line(j["runs"]))
+    with open(os.path.join(args.rerender, "ab.md"), "w") as f:
+        f.write(markdown(meta, pl, cs, j["checks"]))
+    log(f"bench_ab: rewrote {args.rerender}/ab.md from ab.json")
+    return 0
 
 
 def make_plan(args):
@@ -232,18 +249,37 @@ def _pct(v):
     return None if v is None else 100 * v
 
 
+def _range(values):
+    return f"min {min(values):.3f}, median {statistics.median(values):.3f}, max {max(values):.3f}"
+
+
 def summary(cs, names, min_ratio):
     ratios = [c["ratio"] for c in cs if c["ratio"] is not None]
     if not ratios:
         return "no ratio measured"
     low = [c for c in cs if c["ratio"] is not None and c["ratio"] < min_ratio]
-    lo, hi = min(ratios), max(ratios)
-    text = (f"{names[1]}/{names[0]} req/s over {len(ratios)} cells: min {lo:.3f}, median "
-            f"{statistics.median(ratios):.3f}, max {hi:.3f}; ")
+    text = f"{names[1]}/{names[0]} req/s over {len(ratios)} cells: {_range(ratios)}; "
     if low:
-        return text + f"{len(low)} below {min_ratio}: " + ", ".join(
+        text += f"{len(low)} below {min_ratio}: " + ", ".join(
             f"{c['workload']} {c['model']} {c['path']} c={c['conc']} ({c['ratio']:.3f})" for c in low)
-    return text + f"none below {min_ratio}"
+    else:
+        text += f"none below {min_ratio}"
+    cpu = [c["cpu_ratio"] for c in cs if c["cpu_ratio"] is not None]
+    if cpu:
+        text += f". gearboxd CPU per request {names[1]}/{names[0]}: {_range(cpu)}"
+    return text
+
+
+def noise_line(runs):
+    """A warning when other jobs on the host disturbed many runs, else None."""
+    measured = [r for r in runs if r.get("foreign_cpu_cores") is not None]
+    noisy = [r for r in measured if r["foreign_cpu_cores"] > NOISY_CORES]
+    if len(noisy) <= 0.05 * max(1, len(measured)):
+        return None
+    worst = max(r["foreign_cpu_cores"] for r in noisy)
+    return (f"> **Noisy machine:** other jobs used more than {NOISY_CORES} cores during {len(noisy)} of "
+            f"{len(measured)} runs (worst {worst:.2f} cores). req/s ratios are unreliable then; the CPU per "
+            "request column moves less. Redo the comparison on a quiet machine (`cat /proc/loadavg` < 1).\n")
 
 
 def markdown(meta, pl, cs, checks):
@@ -260,6 +296,8 @@ def markdown(meta, pl, cs, checks):
     if sa["sha256"] == sb["sha256"] and sa["extra"] == sb["extra"]:
         L.append("**Both sides run the same binary with the same config: the ratios are this machine's "
                  "noise floor.**\n")
+    if meta.get("noise"):
+        L.append(meta["noise"])
     if meta.get("error"):
         L.append(f"**The run stopped early: {meta['error']}.** The figures below are what was measured.\n")
     L.append("| | " + a + " | " + b + " |\n|---|---|---|")
@@ -293,6 +331,8 @@ def _snippet(side):
 
 def main(argv):
     args = parse_args(argv)
+    if args.rerender:
+        return rerender(args)
     pl = make_plan(args)
     names = _list(args.names)
     if len(names) != 2 or names[0] == names[1]:
@@ -333,13 +373,20 @@ def report(args, pl, meta, bench, failed, out):
     cs = cells(bench.runs, pl)
     checks = bench_report.quick_checks(bench.runs, []) if args.quick else []
     if args.quick:
+        try:
+            bench_toml._self_check()
+            checks.append({"what": "bench_toml merges snippets", "ok": True, "warning": False, "detail": ""})
+        except (AssertionError, ValueError) as e:
+            checks.append({"what": "bench_toml merges snippets", "ok": False, "warning": False,
+                           "detail": str(e)[:300]})
         for c in cs:
             name = f"{c['workload']} {c['model']} {c['path']} c={c['conc']}"
             checks.append({"what": f"A/B {name}: both sides measured, ratio computed",
                            "ok": c["ratio"] is not None and c["a"]["runs"] == c["b"]["runs"] == pl["rounds"],
                            "warning": False, "detail": f"ratio {_f(c['ratio'], 3)}"})
     meta.update(loadavg_end=open("/proc/loadavg").read().split()[:3], elapsed_s=round(time.monotonic() - T0, 1),
-                error=failed, summary=summary(cs, meta["names"], args.min_ratio))
+                error=failed, summary=summary(cs, meta["names"], args.min_ratio),
+                noise=noise_line(bench.runs))
     meta["notes"] += bench.notes
     with open(os.path.join(out, "ab.json"), "w") as f:
         json.dump({"meta": meta, "plan": pl, "cells": cs, "runs": bench.runs, "checks": checks}, f, indent=1)
@@ -350,6 +397,8 @@ def report(args, pl, meta, bench, failed, out):
         print(line)
     print()
     log(f"bench_ab: {meta['summary']}")
+    if meta["noise"]:
+        log("bench_ab: " + meta["noise"].strip("> \n").replace("**", ""))
     log(f"bench_ab: wrote {out}/ab.md and ab.json ({meta['elapsed_s']} s)")
     bad = [c for c in checks if not c["ok"]]
     for c in bad:

@@ -11,6 +11,8 @@ import socket
 import subprocess
 import time
 
+from bench_toml import merge_toml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SNIPPETS = os.path.join(ROOT, "packaging", "nginx")
@@ -149,61 +151,6 @@ def stop_all():
     for p in reversed(STARTED):
         if p.poll() is None:
             stop_proc(p, signal.SIGTERM, 10)
-
-
-# --- TOML snippets merged into a generated config ------------------------------
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
-
-
-def _toml_blocks(text):
-    """[(header or None, name, [lines])]: the top-level lines, then one block per
-    table header. A line that is not `key = ...` stays with the key above it (a
-    multi-line array); gearboxd -t checks the merged file anyway."""
-    blocks = [(None, None, [])]
-    for line in text.splitlines():
-        m = _HEADER.match(line)
-        if m:
-            blocks.append((m.group(1), m.group(2), [line]))
-        else:
-            blocks[-1][2].append(line)
-    return blocks
-
-
-def _key_groups(lines):
-    """[(key or None, [lines])] for the lines of one block (its header excluded)."""
-    groups = []
-    for line in lines:
-        m = _KEY.match(line)
-        if m or not groups:
-            groups.append((m.group(1) if m else None, [line]))
-        else:
-            groups[-1][1].append(line)
-    return groups
-
-
-def merge_toml(base, extra):
-    """`base` with the snippet `extra` merged in: a key of a [table] the base already
-    has replaces the base's key of that name (or is added to that table); other
-    tables and every [[array-of-tables]] entry are appended. So a snippet can say
-    `[limits] max_connections = 500` or add a `[[route]]` without knowing the rest."""
-    import tomllib  # Python >= 3.11; the check gives the snippet's own line numbers
-    tomllib.loads(extra)
-    out = _toml_blocks(base)
-    for kind, name, lines in _toml_blocks(extra):
-        target = next((b for b in out if b[0] == kind and b[1] == name), None) if kind != "[[" else None
-        if target is None:
-            if lines and any(ln.strip() for ln in lines):
-                out.append((kind, name, list(lines)))
-            continue
-        body = lines if kind is None else lines[1:]
-        new = _key_groups(body)
-        keys = {k for k, _ in new if k}
-        head = target[2][:0] if kind is None else target[2][:1]
-        kept = [g for g in _key_groups(target[2][len(head):]) if g[0] not in keys]
-        target[2][:] = head + [ln for _, g in kept for ln in g] + [ln for _, g in new for ln in g]
-    return "\n".join(ln for _, _, lines in out for ln in lines) + "\n"
 
 
 class Gearbox:
