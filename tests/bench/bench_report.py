@@ -482,8 +482,9 @@ class Report:
             "another client waits and no sibling is free. With more connections than children that means about "
             "one connection per request (*accepts/req* near 1). A connection dropped under a request in flight "
             "shows as a wrk *read*/*write* error in *direct* rows and, through nginx, as `writev() failed (32: "
-            "Broken pipe) while sending request to upstream` in nginx's error log (column *nginx error lines*; "
-            "nginx retries the request). Refused (`connect`) and `timeout` errors are requests that failed.")
+            "Broken pipe) while sending request to upstream` (unix) or `upstream prematurely closed connection "
+            "while reading response header from upstream` (TCP) in nginx's error log (column *nginx error "
+            "lines*; nginx retries the request). Refused (`connect`) and `timeout` errors are requests that failed.")
         add("- *accepts/req*: connections gearboxd accepted per request it served during the run (from its "
             "`/status` counters). Near 0 means keep-alive works (wrk's and nginx's connections are reused); "
             "near 1 means one connection per request.")
