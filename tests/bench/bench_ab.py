@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """bench_ab.py: A/B comparison of two gearboxd binaries (tests/bench/run.sh --ab OLD NEW).
 
-For each server configuration the two sides alternate, round by round (A B A B A B):
-each side is started fresh on ports chosen fresh, from identical configs (bench.py's
-generator, plus an optional TOML snippet per side), warmed up, driven through every
-workload x path x concurrency with wrk, and stopped. Per cell the median req/s of
-each side gives the ratio B/A (NEW/OLD); CPU per request and p99 come the same way.
+For each server configuration, N rounds (default 3). A round starts both sides afresh
+on ports chosen fresh, from identical configs (bench.py's generator, plus an optional
+TOML snippet per side), warms both up, then runs every cell (workload x path x
+concurrency) with wrk on A, then on B, and stops both: each cell sees A B A B A B.
+Per cell the median req/s of each side gives the ratio B/A (NEW/OLD); CPU per
+request and p99 come the same way.
 Writes ab.md and ab.json to --out and prints the table. The same binary on both
 sides measures the noise floor. Standard library only; every process it starts is
 stopped by PID.
@@ -148,40 +149,73 @@ def check_configs(sides, pl, work):
                     extra=side.extra).write_config()
 
 
-def run_side(bench, side, label, rnd, pl):
-    """One side's round on one configuration: fresh gearboxd (and nginx), every cell."""
-    d = pl["duration"]
-    tag = f"{side.key}-r{rnd}"
-    gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
-                 tag=tag, extra=side.extra)
-    gb.start()
-    nginx = {}
-    try:
-        for p in pl["paths"]:
+class Running:
+    """One side's gearboxd, and its nginx per nginx path, for one round."""
+
+    def __init__(self, bench, side, label, rnd, pl):
+        self.bench, self.side, self.label, self.rnd, self.pl = bench, side, label, rnd, pl
+        self.tag = f"{side.key}-r{rnd}"
+        self.gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
+                          tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock")
+        self.nginx = {}
+
+    def start(self):
+        self.gb.start()
+        for p in self.pl["paths"]:
             if p.startswith("nginx-"):
-                n = Nginx(bench.work, bench.confdir, bench.logdir, f"{tag}-{label}",
+                n = Nginx(self.bench.work, self.bench.confdir, self.bench.logdir, f"{self.tag}-{self.label}",
                           transport=p.split("-", 1)[1])
-                n.start(gb)
-                nginx[p] = n
-        log(f"=== {side.name} ({side.key}) round {rnd}: {label}, gearboxd pid {gb.proc.pid} on :{gb.port}"
-            + "".join(f", {p} :{n.proxy}" for p, n in nginx.items()) + " ===")
-        gcpu = {"gearboxd": gb.pids}
-        bench.warmup(label, "direct", f"http://127.0.0.1:{gb.port}/hello", gcpu)
+                self.nginx[p] = n  # before start(): stop() must find it if start fails
+                n.start(self.gb)
+        log(f"=== {self.side.name} ({self.side.key}) round {self.rnd}: {self.label}, gearboxd pid "
+            f"{self.gb.proc.pid} on :{self.gb.port}"
+            + "".join(f", {p} :{n.proxy}" for p, n in self.nginx.items()) + " ===")
+
+    def warmup(self):
+        self.bench.warmup(self.label, "direct", f"http://127.0.0.1:{self.gb.port}/hello",
+                          {"gearboxd": self.gb.pids})
+
+    def run(self, workload, uri, path, conc):
+        n = self.nginx.get(path)
+        port = n.proxy if n else self.gb.port
+        cpu = {"gearboxd": self.gb.pids}
+        if n:
+            cpu["nginx"] = n.workers
+        r = self.bench.wrk(self.label, "nginx" if n else "direct", workload, f"http://127.0.0.1:{port}{uri}",
+                           conc, self.pl["duration"], cpu, self.gb.pids, tag=f"{self.side.name} r{self.rnd}",
+                           gearbox=self.gb, nginx=n)
+        r.update(side=self.side.key, round=self.rnd, ab_path=path)
+
+    def stop(self):
+        for n in self.nginx.values():
+            if n.proc is not None:
+                n.stop()
+        if self.gb.proc is not None:
+            rc = self.gb.stop()
+            if rc != 0:
+                self.bench.notes.append(f"{self.side.name} {self.label} round {self.rnd}: gearboxd exited "
+                                        f"{rc} after SIGTERM")
+
+
+def run_round(bench, sides, label, rnd, pl):
+    """One round on one configuration: both sides started afresh (fresh ports, one
+    socket each), both warmed up, then every cell run A then B, so the two runs of
+    a pair are seconds apart and a burst of other load hits both alike."""
+    running = []
+    try:
+        for side in sides:
+            running.append(Running(bench, side, label, rnd, pl))
+            running[-1].start()
+        for r in running:
+            r.warmup()
         for w, uri in pl["workloads"].items():
             for p in pl["paths"]:
-                n = nginx.get(p)
-                port = n.proxy if n else gb.port
-                cpu = dict(gcpu, nginx=n.workers) if n else gcpu
                 for c in pl["conns"]:
-                    r = bench.wrk(label, "nginx" if n else "direct", w, f"http://127.0.0.1:{port}{uri}", c,
-                                  d, cpu, gb.pids, tag=f"{side.name} r{rnd}", gearbox=gb, nginx=n)
-                    r.update(side=side.key, round=rnd, ab_path=p)
+                    for r in running:
+                        r.run(w, uri, p, c)
     finally:
-        for n in nginx.values():
-            n.stop()
-        rc = gb.stop()
-        if rc != 0:
-            bench.notes.append(f"{side.name} {label} round {rnd}: gearboxd exited {rc} after SIGTERM")
+        for r in reversed(running):
+            r.stop()
 
 
 def _median(values):
@@ -287,10 +321,11 @@ def markdown(meta, pl, cs, checks):
     sa, sb = meta["sides"]
     L = [f"# gearboxd A/B: {b} vs {a}\n",
          f"Generated by `tests/bench/run.sh --ab` (`tests/bench/bench_ab.py`). {pl['rounds']} rounds per "
-         f"side, alternating ({' '.join(['A B'] * pl['rounds'])}) within each configuration; every round "
-         "starts that side's gearboxd (and nginx) afresh on ports chosen fresh, from identical generated "
-         f"configs, warms it up (1 s of `/hello`), then runs each cell for {pl['duration']} s with "
-         "`wrk -t1 --latency --timeout 2s`. Per cell: the median of each side's rounds; "
+         "configuration; a round starts both sides' gearboxd (and nginx) afresh on ports chosen fresh, from "
+         "identical generated configs, warms both up (1 s of `/hello`), then runs each cell for "
+         f"{pl['duration']} s with `wrk -t1 --latency --timeout 2s` on A, then on B, so every cell sees "
+         f"{' '.join(['A B'] * pl['rounds'])} with the two runs of a pair seconds apart. Per cell: the "
+         "median of each side's rounds; "
          f"**{b}/{a}** is the ratio of the medians of req/s. *spread* = (max − min) / median of a side's "
          "rounds. CPU is gearboxd's (master and children, all threads) per request.\n"]
     if sa["sha256"] == sb["sha256"] and sa["extra"] == sb["extra"]:
@@ -358,8 +393,7 @@ def main(argv):
         check_configs(sides, pl, bench.work)
         for label in pl["models"]:
             for rnd in range(1, pl["rounds"] + 1):
-                for side in sides:
-                    run_side(bench, side, label, rnd, pl)
+                run_round(bench, sides, label, rnd, pl)
     except Exception as e:  # noqa: BLE001 - report, keep what was measured
         failed = f"{type(e).__name__}: {e}"
         log(f"bench_ab: ERROR: {failed}")

@@ -155,13 +155,14 @@ def stop_all():
 
 class Gearbox:
     """One gearboxd: `cfg` is a CONFIGS row; `tag` names its files (A/B sides);
-    `extra` is TOML merged into the generated config (merge_toml)."""
+    `extra` is TOML merged into the generated config (merge_toml); `sock_name` its
+    unix socket in `work` (two running at once need two)."""
 
-    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None):
+    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None, sock_name="http.sock"):
         self.label, self.model, self.section, self.key, self.size, _ = cfg
         self.binary = binary
         self.port = free_port()
-        self.sock = os.path.join(work, "http.sock")
+        self.sock = os.path.join(work, sock_name)
         name = f"{tag}-{self.label}" if tag else self.label
         self.conf = os.path.join(confdir, f"gearbox-{name}.toml")
         self.logfile = os.path.join(logdir, f"gearboxd-{name}.log")
