@@ -179,8 +179,9 @@ build_config() {
   # the handlers' factories, so the handlers and what they use link in too.
   link config_loader_fuzzer tests/fuzz/config_loader_fuzzer.cc \
     $(config_sources) "$OUT/gen/config/default_config.cc" \
-    daemon/handlers/*.cc daemon/request.cc daemon/response.cc \
-    daemon/metrics/worker_stats.cc daemon/logging.cc
+    daemon/handlers/*.cc daemon/handler.cc daemon/request.cc daemon/response.cc \
+    daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
+    daemon/logging.cc
   EXTRA_CXXFLAGS=()
   LDLIBS=()
 }
