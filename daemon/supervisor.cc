@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "config/loader.h"
+#include "daemon/advisor/machine.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/listeners.h"
 #include "daemon/logging.h"
+#include "daemon/metrics/route_reporter.h"
 #include "daemon/metrics/stats_reporter.h"
 #include "daemon/request_log.h"
 #include "daemon/router.h"
@@ -29,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 struct Generation {
   int number = 0;
   Config config;
+  std::vector<std::string> route_names;  // route id -> name
   std::shared_ptr<StatsRegion> stats;
   std::unique_ptr<Model> model;
 };
@@ -85,6 +88,8 @@ class Supervisor {
                getpid(), current_->config.server.model.c_str(),
                current_->number);
     reporter_ = std::make_unique<StatsReporter>(listeners_);
+    route_reporter_ = std::make_unique<RouteReporter>(
+        cores_, current_->config.metrics.advice_after);
     int rc = Loop();
     ReleaseListeners(listeners_);
     return rc;
@@ -113,6 +118,9 @@ class Supervisor {
     info.generation = gen->number;
     info.started = started_;
     info.stats = gen->stats;
+    info.route_names = RouteNames(config.routes);
+    info.cores = cores_;
+    gen->route_names = info.route_names;
     ctx.router = std::make_shared<Router>(config.routes, info);
     Status s = gen->model->Start(ctx);
     if (!s.ok()) {
@@ -277,6 +285,7 @@ class Supervisor {
       if (sig == SIGHUP) {
         LogInfo("reload_requested", "gen={}", current_->number);
         Reload();
+        route_reporter_->SetAdviceAfter(current_->config.metrics.advice_after);
         next_stats = Clock::now() + current_->config.metrics.interval;
       }
       current_->model->Maintain();
@@ -291,6 +300,9 @@ class Supervisor {
         std::string status = reporter_->Report(
             current_->config.server.model, current_->number, *current_->stats,
             current_->model->TotalWorkers());
+        route_reporter_->Report(current_->config.server.model, current_->number,
+                                current_->model->TotalWorkers(),
+                                *current_->stats, current_->route_names, now);
         if (!last_reload_error_.empty())
           status += "; last reload failed: " + last_reload_error_;
         sd_notifyf(0, "STATUS=%s", status.c_str());
@@ -307,6 +319,8 @@ class Supervisor {
   int generation_counter_ = 0;
   std::string last_reload_error_;
   std::unique_ptr<StatsReporter> reporter_;
+  std::unique_ptr<RouteReporter> route_reporter_;
+  const int cores_ = advisor::UsableCores();
   const Clock::time_point started_ = Clock::now();
 };
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "daemon/handler.h"
@@ -24,6 +25,10 @@ struct ServerInfo {
   std::chrono::steady_clock::time_point started =
       std::chrono::steady_clock::now();
   std::shared_ptr<StatsRegion> stats;  // may be null in unit tests
+  // Route id -> name (RouteNames() in router.h; "" for an unused id): what
+  // per-route figures are shown under.
+  std::vector<std::string> route_names;
+  int cores = 1;  // the machine's, for the advice in /status
 };
 
 // What a handler's file defines: builds the handler for a route whose params

@@ -11,8 +11,17 @@
 
 namespace gearbox {
 
+namespace {
+
+// The mapping: the route window, then the slots (both 64-byte aligned).
+size_t MappingBytes(size_t slots) {
+  return sizeof(RouteWindow) + slots * sizeof(WorkerStats);
+}
+
+}  // namespace
+
 std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
-  size_t bytes = slots * sizeof(WorkerStats);
+  size_t bytes = MappingBytes(slots);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -20,12 +29,14 @@ std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
             strerror(errno));
     abort();
   }
-  auto* base = static_cast<WorkerStats*>(mem);
+  auto* window = new (mem) RouteWindow();
+  auto* base = reinterpret_cast<WorkerStats*>(static_cast<char*>(mem) +
+                                              sizeof(RouteWindow));
   for (size_t i = 0; i < slots; ++i) new (&base[i]) WorkerStats();
-  return std::shared_ptr<StatsRegion>(new StatsRegion(base, slots));
+  return std::shared_ptr<StatsRegion>(new StatsRegion(window, base, slots));
 }
 
-StatsRegion::~StatsRegion() { munmap(base_, slots_ * sizeof(WorkerStats)); }
+StatsRegion::~StatsRegion() { munmap(window_, MappingBytes(slots_)); }
 
 StatsRegion::Totals StatsRegion::Sum() const {
   Totals t;
@@ -62,6 +73,86 @@ uint64_t StatsRegion::TakeQueueHigh() {
                                   std::memory_order_relaxed);
   }
   return high;
+}
+
+void StatsRegion::SumRoutes(RouteTotals (&out)[kRouteSlots]) const {
+  for (RouteTotals& t : out) t = RouteTotals{};
+  for (size_t i = 0; i < slots_; ++i) {
+    for (size_t r = 0; r < kRouteSlots; ++r) out[r].Add(base_[i].routes[r]);
+  }
+}
+
+void RouteTotals::Add(const RouteCounters& c) {
+  constexpr auto r = std::memory_order_relaxed;
+  requests += c.requests.load(r);
+  service_us += c.service_us.load(r);
+  queue_us += c.queue_us.load(r);
+  wait_us += c.wait_us.load(r);
+  cpu_ns += c.cpu_ns.load(r);
+  cpu_samples += c.cpu_samples.load(r);
+}
+
+RouteTotals RouteTotals::Since(const RouteTotals& earlier) const {
+  auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+  RouteTotals d;
+  d.requests = minus(requests, earlier.requests);
+  d.service_us = minus(service_us, earlier.service_us);
+  d.queue_us = minus(queue_us, earlier.queue_us);
+  d.wait_us = minus(wait_us, earlier.wait_us);
+  d.cpu_ns = minus(cpu_ns, earlier.cpu_ns);
+  d.cpu_samples = minus(cpu_samples, earlier.cpu_samples);
+  return d;
+}
+
+namespace {
+
+// RouteTotals <-> RouteWindow::Entry, field by field in declaration order.
+void Store(const RouteTotals& t, RouteWindow::Entry& e) {
+  constexpr auto r = std::memory_order_relaxed;
+  const uint64_t v[6] = {t.requests, t.service_us, t.queue_us,
+                         t.wait_us,  t.cpu_ns,     t.cpu_samples};
+  for (int i = 0; i < 6; ++i) e.v[i].store(v[i], r);
+}
+
+RouteTotals Load(const RouteWindow::Entry& e) {
+  constexpr auto r = std::memory_order_relaxed;
+  RouteTotals t;
+  t.requests = e.v[0].load(r);
+  t.service_us = e.v[1].load(r);
+  t.queue_us = e.v[2].load(r);
+  t.wait_us = e.v[3].load(r);
+  t.cpu_ns = e.v[4].load(r);
+  t.cpu_samples = e.v[5].load(r);
+  return t;
+}
+
+}  // namespace
+
+// Seqlock writer (one writer: the supervisor thread).
+void RouteWindow::Publish(const Snapshot& s) {
+  const uint64_t start = seq.load(std::memory_order_relaxed) + 1;
+  seq.store(start, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  interval_us.store(s.interval_us, std::memory_order_relaxed);
+  workers.store(s.workers, std::memory_order_relaxed);
+  for (size_t i = 0; i < kRouteSlots; ++i) Store(s.routes[i], routes[i]);
+  seq.store(start + 1, std::memory_order_release);
+}
+
+// Seqlock reader: retries while a write is in progress (it takes microseconds
+// once per interval), and gives up after a few tries with what it read.
+RouteWindow::Snapshot RouteWindow::Read() const {
+  Snapshot s;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t before = seq.load(std::memory_order_acquire);
+    s.interval_us = interval_us.load(std::memory_order_relaxed);
+    s.workers = workers.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < kRouteSlots; ++i) s.routes[i] = Load(routes[i]);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if ((before & 1) == 0 && seq.load(std::memory_order_relaxed) == before)
+      break;
+  }
+  return s;
 }
 
 void WorkerStats::SetCurrentPath(std::string_view path) {
