@@ -49,23 +49,31 @@ uint64_t U64(const std::map<std::string, std::string>& kv,
   return v;
 }
 
-RouteTotals WindowTotals(const std::map<std::string, std::string>& kv) {
+// The window's figures (prefix "w_") or the route's since the generation
+// started (no prefix).
+RouteTotals Totals(const std::map<std::string, std::string>& kv,
+                   const std::string& prefix) {
   RouteTotals t;
-  t.requests = U64(kv, "w_requests");
-  t.service_us = U64(kv, "w_service_us");
-  t.queue_us = U64(kv, "w_queue_us");
-  t.wait_us = U64(kv, "w_wait_us");
-  t.cpu_ns = U64(kv, "w_cpu_ns");
-  t.cpu_samples = U64(kv, "w_cpu_samples");
+  t.requests = U64(kv, prefix + "requests");
+  t.service_us = U64(kv, prefix + "service_us");
+  t.queue_us = U64(kv, prefix + "queue_us");
+  t.wait_us = U64(kv, prefix + "wait_us");
+  t.cpu_ns = U64(kv, prefix + "cpu_ns");
+  t.cpu_samples = U64(kv, prefix + "cpu_samples");
   return t;
 }
+
+struct TextRoute {
+  std::string name;
+  RouteTotals window, all_time;
+};
 
 }  // namespace
 
 ParsedStatus ParseStatusText(std::string_view body) {
   ParsedStatus p;
   StatusFigures& f = p.figures;
-  std::vector<std::pair<std::string, RouteTotals>> routes;
+  std::vector<TextRoute> routes;
   bool has_model = false, has_window = false;
   while (!body.empty()) {
     const size_t nl = body.find('\n');
@@ -88,15 +96,17 @@ ParsedStatus ParseStatusText(std::string_view body) {
     } else if (key == "route") {
       const auto kv = LogfmtPairs(value);
       auto name = kv.find("name");
-      if (name != kv.end()) routes.emplace_back(name->second, WindowTotals(kv));
+      if (name != kv.end()) {
+        routes.push_back({name->second, Totals(kv, "w_"), Totals(kv, "")});
+      }
     }
   }
   if (!has_model || !has_window) {
     p.error = "not a gearbox /status?format=text answer with per-route figures";
     return p;
   }
-  for (auto& [name, totals] : routes) {
-    f.routes.push_back(FiguresOf(name, totals, f.window_s));
+  for (const TextRoute& r : routes) {
+    f.routes.push_back(FiguresOf(r.name, r.window, f.window_s, &r.all_time));
   }
   f.machine.thread_stack_mib = ThreadStackMiB();
   return p;

@@ -72,7 +72,8 @@ int Connect(const std::string& address, Clock::time_point deadline,
     const std::string path = address.substr(5);
     auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
     if (path.empty() || path.size() >= sizeof(sun->sun_path)) {
-      *error = "bad unix socket path in " + address;
+      *error = address + ": a unix socket path is 1.." +
+               std::to_string(sizeof(sun->sun_path) - 1) + " bytes";
       return -1;
     }
     sun->sun_family = AF_UNIX;

@@ -80,14 +80,19 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
   const RouteMatch match = cycle.router->Match(request.path);
   timing = RequestTiming{};
   timing.route = match.route;
+  timing.start_us = NowMicros();
   // Sampled per route (not per worker): a fixed stride over alternating
   // routes would otherwise always land on the same one.
   RouteCounters& route = stats.routes[match.route];
   const uint64_t started = route.started.load(std::memory_order_relaxed);
   route.started.store(started + 1, std::memory_order_relaxed);
-  timing.cpu_sampled = started % kCpuSampleEvery == 0;
-  if (timing.cpu_sampled) timing.cpu_mark_ns = ThreadCpuNanos();
-  timing.start_us = NowMicros();
+  const uint64_t last = route.last_sample_us.load(std::memory_order_relaxed);
+  timing.cpu_sampled = started % kCpuSampleEvery == 0 ||
+                       timing.start_us - last >= kCpuSampleMaxGapUs;
+  if (timing.cpu_sampled) {
+    route.last_sample_us.store(timing.start_us, std::memory_order_relaxed);
+    timing.cpu_mark_ns = ThreadCpuNanos();
+  }
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
   stats.queue_wait.Record(timing.queue_us);

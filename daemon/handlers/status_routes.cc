@@ -60,7 +60,8 @@ RouteStatus GatherRouteStatus(const ServerInfo& info) {
   s.machine.size = static_cast<int>(s.window.workers);
   s.machine.thread_stack_mib = advisor::ThreadStackMiB();
   if (s.window.interval_us > 0) {
-    s.advice = advisor::Advise(WindowFigures(s.window, s.names), s.machine);
+    s.advice =
+        advisor::Advise(WindowFigures(s.window, s.names, s.totals), s.machine);
   }
   return s;
 }

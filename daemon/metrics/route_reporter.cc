@@ -8,7 +8,7 @@
 namespace gearbox {
 
 advisor::RouteFigures FiguresOf(std::string name, const RouteTotals& t,
-                                double seconds) {
+                                double seconds, const RouteTotals* all_time) {
   advisor::RouteFigures f;
   f.route = std::move(name);
   if (t.requests == 0 || seconds <= 0) return f;
@@ -17,21 +17,23 @@ advisor::RouteFigures FiguresOf(std::string name, const RouteTotals& t,
   f.service_us = static_cast<double>(t.service_us) / n;
   f.queue_us = static_cast<double>(t.queue_us) / n;
   f.wait_us = static_cast<double>(t.wait_us) / n;
-  if (t.cpu_samples) {
-    f.cpu_us = static_cast<double>(t.cpu_ns) / 1000.0 /
-               static_cast<double>(t.cpu_samples);
+  const RouteTotals* cpu = t.cpu_samples ? &t : all_time;
+  if (cpu && cpu->cpu_samples) {
+    f.cpu_us = static_cast<double>(cpu->cpu_ns) / 1000.0 /
+               static_cast<double>(cpu->cpu_samples);
   }
   return f;
 }
 
 std::vector<advisor::RouteFigures> WindowFigures(
-    const RouteWindow::Snapshot& window,
-    const std::vector<std::string>& names) {
+    const RouteWindow::Snapshot& window, const std::vector<std::string>& names,
+    const RouteTotals (&all_time)[kRouteSlots]) {
   std::vector<advisor::RouteFigures> out;
   const double seconds = static_cast<double>(window.interval_us) / 1e6;
   for (size_t id = 0; id < kRouteSlots && id < names.size(); ++id) {
     if (names[id].empty()) continue;
-    out.push_back(FiguresOf(names[id], window.routes[id], seconds));
+    out.push_back(
+        FiguresOf(names[id], window.routes[id], seconds, &all_time[id]));
   }
   return out;
 }
@@ -112,7 +114,7 @@ void RouteReporter::Report(std::string_view model, int generation, int workers,
     last_[i] = totals[i];
   }
   stats.window().Publish(window);
-  LogRoutes(generation, window, route_names);
+  LogRoutes(generation, window, route_names, totals);
 
   advisor::MachineFacts machine;
   machine.cores = cores_;
@@ -120,7 +122,7 @@ void RouteReporter::Report(std::string_view model, int generation, int workers,
   machine.size = workers;
   machine.thread_stack_mib = advisor::ThreadStackMiB();
   const advisor::Advice advice =
-      advisor::Advise(WindowFigures(window, route_names), machine);
+      advisor::Advise(WindowFigures(window, route_names, totals), machine);
   const bool differs = !advice.idle && advice.Differs(machine);
   if (tracker_.Observe(differs, advice.pick, now)) {
     LogInfo("advice",
@@ -134,14 +136,16 @@ void RouteReporter::Report(std::string_view model, int generation, int workers,
   }
 }
 
-void RouteReporter::LogRoutes(int generation,
-                              const RouteWindow::Snapshot& window,
-                              const std::vector<std::string>& names) const {
+void RouteReporter::LogRoutes(
+    int generation, const RouteWindow::Snapshot& window,
+    const std::vector<std::string>& names,
+    const RouteTotals (&all_time)[kRouteSlots]) const {
   const double seconds = static_cast<double>(window.interval_us) / 1e6;
   for (size_t id = 0; id < kRouteSlots && id < names.size(); ++id) {
     const RouteTotals& t = window.routes[id];
     if (names[id].empty() || t.requests == 0) continue;
-    const advisor::RouteFigures f = FiguresOf(names[id], t, seconds);
+    const advisor::RouteFigures f =
+        FiguresOf(names[id], t, seconds, &all_time[id]);
     LogInfo("route_stats",
             "gen={} route={} rps={:.1f} requests={} service_ms={:.3f} "
             "cpu_us={:.1f} cpu_samples={} cpu_sample_every={} wait_ms={:.3f} "

@@ -16,14 +16,19 @@
 
 namespace gearbox {
 
-// The figures of one route from totals `t` gathered over `seconds`.
+// The figures of one route from totals `t` gathered over `seconds`. CPU time
+// is sampled: when `t` has no sample, the mean of `all_time` (the route's
+// totals since the generation started) stands in, if given.
 advisor::RouteFigures FiguresOf(std::string name, const RouteTotals& t,
-                                double seconds);
+                                double seconds,
+                                const RouteTotals* all_time = nullptr);
 
 // The named routes of a published window, with their figures (routes without
-// traffic included, rps 0). `names` is ServerInfo::route_names.
+// traffic included, rps 0). `names` is ServerInfo::route_names; `all_time`
+// the cumulative totals by route id (see FiguresOf).
 std::vector<advisor::RouteFigures> WindowFigures(
-    const RouteWindow::Snapshot& window, const std::vector<std::string>& names);
+    const RouteWindow::Snapshot& window, const std::vector<std::string>& names,
+    const RouteTotals (&all_time)[kRouteSlots]);
 
 // When an `event=advice` line is due: the pick must differ from the configured
 // model for `after` without a break (an interval that agrees, or is idle,
@@ -66,7 +71,8 @@ class RouteReporter {
 
  private:
   void LogRoutes(int generation, const RouteWindow::Snapshot& window,
-                 const std::vector<std::string>& route_names) const;
+                 const std::vector<std::string>& route_names,
+                 const RouteTotals (&all_time)[kRouteSlots]) const;
 
   const int cores_;
   Duration advice_after_;

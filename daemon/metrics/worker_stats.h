@@ -47,6 +47,9 @@ inline constexpr size_t kOtherRoute = kRouteSlots - 1;
 // One request in this many, per route and worker, has its thread CPU time read
 // (two syscalls of ~1.3 us each). 1 in 64 keeps that below 1% of a /hello.
 inline constexpr uint64_t kCpuSampleEvery = 64;
+// ... and at least one a second per route and worker, so a route with little
+// traffic per worker (many threads, few requests each) still has figures.
+inline constexpr uint64_t kCpuSampleMaxGapUs = 1000000;
 
 // One route's figures in one worker slot (single writer, like the rest of the
 // slot). Sums, not histograms: the advisor needs means (Little's law), and a
@@ -59,7 +62,9 @@ struct alignas(64) RouteCounters {
   std::atomic<uint64_t> wait_us{0};      // parked in handler waits
   std::atomic<uint64_t> cpu_ns{0};       // thread CPU time of sampled requests
   std::atomic<uint64_t> cpu_samples{0};  // requests whose CPU time was read
+  std::atomic<uint64_t> last_sample_us{0};  // start of the last sampled one
 };
+static_assert(sizeof(RouteCounters) == 64, "one cache line per route");
 
 // Plain values of RouteCounters: totals over slots, or one interval's delta.
 struct RouteTotals {
