@@ -110,16 +110,16 @@ std::string Names(const std::vector<const RouteAdvice*>& routes) {
 
 // Every route runs well on async (or the CPU-heavy ones are rare).
 void PickAsync(Advice& a, const MachineFacts& machine,
-               const std::vector<const RouteAdvice*>& heavy, double exposure) {
+               const std::vector<const RouteAdvice*>& heavy, double share) {
   a.pick = "async";
   a.size = Loops(a.async_load, machine.cores);
   a.why = fmt::format("every route with traffic fits async; {}; {}",
                       LoopPhrase(a.size, a.async_load),
                       BlockingPhrase(AtLeastOne(a.workers)));
   if (!heavy.empty()) {
-    a.why +=
-        fmt::format("; CPU-heavy {} use only {} cores: their stalls are rare",
-                    Names(heavy), Num(exposure));
+    a.why += fmt::format(
+        "; CPU-heavy {} are only {}% of requests: their stalls are rare",
+        Names(heavy), Num(100 * share));
   }
 }
 
@@ -210,18 +210,21 @@ Advice Advise(std::span<const RouteFigures> routes,
         Num(a.rps), 100 * load, machine.model);
     return a;
   }
+  // Shares of requests, not rates: the mix is the same whichever model
+  // serves it, while rates follow each model's capacity.
   std::vector<const RouteAdvice*> heavy, others;
-  double exposure = 0;
+  double heavy_share = 0;
   for (const RouteAdvice& r : a.routes) {
+    const double share = r.figures.rps / a.rps;
     if (r.kind == RouteKind::kCpuHeavy) {
       heavy.push_back(&r);
-      exposure += r.cores;
-    } else if (r.workers >= kIdleLoad || r.async_load >= kIdleLoad) {
+      heavy_share += share;
+    } else if (share >= kShareThatCounts) {
       others.push_back(&r);  // traffic that matters, not a health check
     }
   }
-  if (heavy.empty() || exposure < kExposureCores) {
-    PickAsync(a, machine, heavy, exposure);
+  if (heavy.empty() || heavy_share < kShareThatCounts) {
+    PickAsync(a, machine, heavy, heavy_share);
   } else {
     PickThreads(a, machine, heavy, others);
   }

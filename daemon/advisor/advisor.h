@@ -46,9 +46,13 @@ inline constexpr double kWaitingShare = 0.5;
 // loop. Against ~14 us more per request for a blocking model, 100 us makes
 // that overhead < 15%.
 inline constexpr double kCpuHeavyUs = 100;
-// CPU-heavy routes using less than this (cores) stall a loop rarely enough
-// for async to stay the pick.
-inline constexpr double kExposureCores = 0.02;
+// A route's share of all requests from which it weighs in the pick: CPU-heavy
+// routes below it stall a loop rarely enough for async to stay the pick, and
+// other routes below it (a health check) do not make a disagreement. A share,
+// not a rate: the mix of routes is the same whichever model serves it, while
+// rates follow each model's capacity (a saturated prefork-1 serves 50 req/s
+// of a mix threadpool-64 serves at 6,000).
+inline constexpr double kShareThatCounts = 0.01;
 // Above this many blocking workers, threads cost more than they help (a stack
 // each, a context switch per wake-up): mixed traffic goes to async instead.
 inline constexpr int kMaxThreads = 512;

@@ -163,14 +163,19 @@ TEST(AdvisorTest, TooManyWaitsForThreadsGoesAsyncWithLoopsEqualToCores) {
 }
 
 TEST(AdvisorTest, RareCpuHeavyRouteDoesNotOutweighTheRest) {
-  // A report taking 50 ms of CPU once every 10 s: 0.005 cores.
+  // A report taking 50 ms of CPU once every 10 s, among 5,000 req/s of
+  // waits: 0.002% of requests.
   Advice a = AdviseAll({Route("/report", 0.1, 50000, 50000, 0),
                         Route("/sleep", 5000, 1010, 5, 1000)});
   EXPECT_FALSE(a.disagree);
   EXPECT_EQ(a.pick, "async");
-  EXPECT_NE(a.why.find("CPU-heavy /report use only 0.005 cores"),
+  EXPECT_NE(a.why.find("CPU-heavy /report are only 0.002% of requests"),
             std::string::npos)
       << a.why;
+  // At 1% of requests it weighs in.
+  Advice b = AdviseAll({Route("/report", 50, 50000, 50000, 0),
+                        Route("/sleep", 4950, 1010, 5, 1000)});
+  EXPECT_TRUE(b.disagree);
 }
 
 TEST(AdvisorTest, AHealthCheckIsNotADisagreement) {
@@ -196,6 +201,17 @@ TEST(AdvisorTest, RoutesWithoutTrafficAreLeftOut) {
   ASSERT_EQ(a.routes.size(), 1u);
   EXPECT_EQ(a.routes[0].figures.route, "/b");
   EXPECT_DOUBLE_EQ(a.rps, 2000);
+}
+
+TEST(AdvisorTest, ThePickFollowsTheMixNotTheRate) {
+  // The same 50/50 mix of 200 us burns and 20 ms waits as a saturated
+  // prefork-1 serves it (50 req/s) and as threadpool-64 does (6,000).
+  for (double rps : {100.0, 12000.0}) {
+    Advice a = AdviseAll({Route("/burn", rps / 2, 210, 200, 0),
+                          Route("/sleep", rps / 2, 20050, 5, 20000)});
+    EXPECT_EQ(a.pick, "threadpool") << rps;
+    EXPECT_TRUE(a.disagree) << rps;
+  }
 }
 
 TEST(AdvisorTest, ThePickDoesNotDependOnTheConfiguredModel) {
