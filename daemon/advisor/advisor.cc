@@ -39,10 +39,15 @@ std::string Num(double x) {
   return fmt::format("{:.3g}", x);
 }
 
+// "1 thread", "2 threads".
+std::string Count(int n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
 std::string BlockingPhrase(int workers) {
-  return fmt::format(
-      "prefork would need >= {} workers, threadpool >= {} threads", workers,
-      workers);
+  return fmt::format("prefork would need >= {}, threadpool >= {}",
+                     Count(workers, "worker", "workers"),
+                     Count(workers, "thread", "threads"));
 }
 
 std::string RouteWhy(const RouteAdvice& r, const MachineFacts& machine) {
@@ -55,8 +60,8 @@ std::string RouteWhy(const RouteAdvice& r, const MachineFacts& machine) {
     case RouteKind::kLight:
       return fmt::format(
           "light: {} us of CPU per request, {:.0f}% waiting; async adds "
-          "~{:.0f} "
-          "us of I/O per request, threadpool ~{:.0f}, prefork ~{:.0f}; {}",
+          "~{:.0f} us of I/O per request, threadpool ~{:.0f}, prefork ~{:.0f}; "
+          "{}",
           Num(r.figures.cpu_us), 100 * r.wait_share, kAsyncCostUs,
           kThreadpoolCostUs, kPreforkCostUs, LoopPhrase(r.size, r.async_load));
     case RouteKind::kCpuHeavy:
@@ -65,10 +70,10 @@ std::string RouteWhy(const RouteAdvice& r, const MachineFacts& machine) {
   std::string why = fmt::format(
       "CPU-heavy: {} us of CPU per request, {} of {} cores; an async loop "
       "would stall its other connections {} us per request and cannot pass "
-      "work to an idle loop; threadpool >= {} threads (prefork: {} children, "
-      "~{:.0f} MiB)",
+      "work to an idle loop; threadpool >= {} (prefork: {}, ~{:.0f} MiB)",
       Num(r.figures.cpu_us), Num(r.cores), machine.cores, Num(r.figures.cpu_us),
-      r.size, r.size, r.size * kForkChildMiB);
+      Count(r.size, "thread", "threads"), Count(r.size, "child", "children"),
+      r.size * kForkChildMiB);
   if (r.cores >= 0.9 * machine.cores) {
     why += "; the CPU is the limit: more cores would help, more workers not";
   }
@@ -128,17 +133,18 @@ void PickThreads(Advice& a, const MachineFacts& machine,
                  const std::vector<const RouteAdvice*>& others) {
   const int threads = AtLeastOne(a.workers);
   const std::string memory = fmt::format(
-      "{:.0f} MiB of virtual stack, ~{:.1f} MiB resident; prefork: {} "
-      "children, ~{:.0f} MiB",
+      "{:.0f} MiB of virtual stack, ~{:.1f} MiB resident; prefork: {}, ~{:.0f} "
+      "MiB",
       threads * machine.thread_stack_mib, threads * kThreadResidentKiB / 1024,
-      threads, threads * kForkChildMiB);
+      Count(threads, "child", "children"), threads * kForkChildMiB);
   if (others.empty()) {
     a.pick = "threadpool";
     a.size = threads;
     a.why = fmt::format(
-        "CPU-bound: {} of {} cores; threadpool >= {} threads ({}); async "
+        "CPU-bound: {} of {} cores; threadpool >= {} ({}); async "
         "loops would stall behind each request and cannot share the cores",
-        Num(a.cores), machine.cores, threads, memory);
+        Num(a.cores), machine.cores, Count(threads, "thread", "threads"),
+        memory);
     return;
   }
   a.disagree = true;
@@ -147,7 +153,7 @@ void PickThreads(Advice& a, const MachineFacts& machine,
       "location and run {} on async",
       Names(heavy), Names(others));
   const std::string conflict =
-      fmt::format("routes disagree: {} CPU-heavy (threadpool), {} fit async",
+      fmt::format("routes disagree: {} CPU-heavy (threadpool), async suits {}",
                   Names(heavy), Names(others));
   if (threads <= kMaxThreads) {
     a.pick = "threadpool";

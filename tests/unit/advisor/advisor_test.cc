@@ -140,7 +140,7 @@ TEST(AdvisorTest, DisagreeingRoutesShareOneThreadPoolOrSplit) {
   EXPECT_EQ(a.pick, "threadpool");
   EXPECT_EQ(a.size, 61);
   EXPECT_NE(a.why.find("routes disagree: /burn CPU-heavy (threadpool), "
-                       "/sleep fit async"),
+                       "async suits /sleep"),
             std::string::npos)
       << a.why;
   EXPECT_NE(a.why.find("split /burn onto a second gearboxd"),
