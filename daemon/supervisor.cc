@@ -32,6 +32,7 @@ struct Generation {
   int number = 0;
   Config config;
   std::vector<std::string> route_names;  // route id -> name
+  Clock::time_point started;             // when its counters began
   std::shared_ptr<StatsRegion> stats;
   std::unique_ptr<Model> model;
 };
@@ -111,6 +112,7 @@ class Supervisor {
     ctx.listeners = &listeners_;
     ctx.generation = gen->number;
     gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
+    gen->started = Clock::now();
     ctx.stats = gen->stats;
     ctx.request_log = std::make_shared<RequestLog>(config.log);
     ServerInfo info;
@@ -302,7 +304,8 @@ class Supervisor {
             current_->model->TotalWorkers());
         route_reporter_->Report(current_->config.server.model, current_->number,
                                 current_->model->TotalWorkers(),
-                                *current_->stats, current_->route_names, now);
+                                *current_->stats, current_->route_names,
+                                current_->started, now);
         if (!last_reload_error_.empty())
           status += "; last reload failed: " + last_reload_error_;
         sd_notifyf(0, "STATUS=%s", status.c_str());

@@ -91,21 +91,20 @@ void RouteReporter::SetAdviceAfter(Duration advice_after) {
 void RouteReporter::Report(std::string_view model, int generation, int workers,
                            StatsRegion& stats,
                            const std::vector<std::string>& route_names,
-                           Clock::time_point now) {
+                           Clock::time_point started, Clock::time_point now) {
   RouteTotals totals[kRouteSlots];
   stats.SumRoutes(totals);
-  const bool fresh = last_region_ != &stats;
+  if (last_region_ != &stats) {
+    // A new generation: its counters started from zero when it did (within
+    // this interval, after a reload).
+    last_region_ = &stats;
+    for (RouteTotals& t : last_) t = RouteTotals{};
+    last_time_ = std::max(last_time_, started);
+    tracker_.Reset();
+  }
   const double seconds =
       std::chrono::duration<double>(now - last_time_).count();
   last_time_ = now;
-  if (fresh) {
-    // A new generation started sometime in this interval: its counters give
-    // no rate yet. They are the baseline of the next window.
-    last_region_ = &stats;
-    for (size_t i = 0; i < kRouteSlots; ++i) last_[i] = totals[i];
-    tracker_.Reset();
-    return;
-  }
   RouteWindow::Snapshot window;
   window.interval_us = static_cast<uint64_t>(std::max(seconds, 1e-3) * 1e6);
   window.workers = static_cast<uint64_t>(std::max(workers, 0));

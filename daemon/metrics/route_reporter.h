@@ -65,9 +65,11 @@ class RouteReporter {
 
   // Called with each stats line: logs the interval's route_stats lines,
   // publishes the window into `stats`, and logs event=advice when due.
+  // `started`: when the generation owning `stats` started (its counters
+  // began at zero then).
   void Report(std::string_view model, int generation, int workers,
               StatsRegion& stats, const std::vector<std::string>& route_names,
-              Clock::time_point now);
+              Clock::time_point started, Clock::time_point now);
 
  private:
   void LogRoutes(int generation, const RouteWindow::Snapshot& window,
@@ -78,7 +80,7 @@ class RouteReporter {
   Duration advice_after_;
   AdviceTracker tracker_;
   const StatsRegion* last_region_ = nullptr;
-  Clock::time_point last_time_ = Clock::now();
+  Clock::time_point last_time_{};
   RouteTotals last_[kRouteSlots];
 };
 
