@@ -400,7 +400,7 @@ def main():
     ap.add_argument("--model", default="async", help="gearbox's model")
     args = ap.parse_args()
     if shutil.which("nginx") is None:
-        sys.exit("nginx not installed (see .ci/setup)")
+        sys.exit("nginx not found: apt-get install nginx-light (.ci/setup installs it)")
 
     limits, cases = load_cases()
     work = tempfile.mkdtemp(prefix="gearbox-conformance-")

@@ -13,11 +13,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 say() { echo "nginx_verdicts: $*"; }
 fail() { echo "nginx_verdicts: FAIL: $*" >&2; exit 1; }
-for tool in nginx python3; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
+need nginx:nginx-light python3:python3
+[[ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ]] ||
+  fail "no nginx echo module: apt-get install libnginx-mod-http-echo (.ci/setup installs it)"
 find_gearboxd
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(--check)

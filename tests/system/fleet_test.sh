@@ -56,11 +56,10 @@ snippets=$root/packaging/nginx
 say() { echo "fleet_test: $*"; }
 fail() { echo "fleet_test: FAIL: $*" >&2; exit 1; }
 
-for tool in nginx prometheus promtool curl python3 setsid; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
 # shellcheck source=tests/system/lib.sh
 source "$here/lib.sh"
+need nginx:nginx-light prometheus:prometheus promtool:prometheus curl:curl python3:python3 \
+  setsid:util-linux
 find_gearboxd
 say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
 
