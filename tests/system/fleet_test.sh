@@ -59,7 +59,7 @@ fail() { echo "fleet_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$here/lib.sh"
 need nginx:nginx-light prometheus:prometheus promtool:prometheus curl:curl python3:python3 \
-  setsid:util-linux
+  setsid:util-linux ps:procps awk:mawk
 find_gearboxd
 say "gearboxd: $GEARBOXD ($("$GEARBOXD" -v))"
 
