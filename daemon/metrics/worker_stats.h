@@ -130,8 +130,10 @@ class StatsRegion {
   uint64_t TakeQueueHigh();
 
   // Workers (threads, children, loops) of the generation counting here, set by
-  // the supervisor once the model has started; Sum() reports it. In the shared
-  // mapping, so a prefork child forked before it was set reads it too.
+  // the supervisor once the model's Start() has returned (0 before: for those
+  // first milliseconds its busy workers count but its workers do not); Sum()
+  // reports it. In the shared mapping, so a prefork child forked before it was
+  // set reads it too.
   void SetWorkers(int n) {
     header_->workers.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }

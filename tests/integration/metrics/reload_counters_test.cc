@@ -49,7 +49,9 @@ class ReloadCountersTest : public MetricsTest {
     sent_ += r.ok;
   }
   // The config file with `model = "..."` replaced, then SIGHUP; returns once
-  // /status (JSON, counted) says generation `gen` serves.
+  // /status (JSON, counted) says generation `gen` serves and the supervisor has
+  // finished starting it (its workers are counted from then: a prefork child
+  // may answer before the model's Start() has returned).
   void ReloadInto(const std::string& model, int gen) {
     std::ifstream in(daemon_->config_path());
     std::stringstream text;
@@ -63,7 +65,11 @@ class ReloadCountersTest : public MetricsTest {
     for (int i = 0; i < 100; ++i) {
       std::optional<JsonValue> s = StatusJson();
       ++sent_;
-      if (s && JsonInt(*s, "generation") == gen) return;
+      if (s && JsonInt(*s, "generation") == gen) {
+        ASSERT_EQ(WaitForLines("generation_started", gen, Millis(5000)).size(),
+                  static_cast<size_t>(gen));
+        return;
+      }
       std::this_thread::sleep_for(Millis(50));
     }
     FAIL() << "generation " << gen << " never served";
