@@ -56,6 +56,10 @@ struct LimitsConfig {
   int64_t max_header_bytes = 16384;
   int64_t max_body_bytes = 1048576;
   int64_t max_connections = 10000;
+  // Handler start to response complete, for routes without their own
+  // `timeout`: a waiting handler is cut off with 504 (below nginx's
+  // proxy_read_timeout of 60s, so gearbox answers before nginx gives up).
+  Duration request_timeout = std::chrono::seconds(50);
 };
 
 struct LogConfig {
@@ -74,7 +78,12 @@ struct MetricsConfig {
 struct RouteConfig {
   std::string path;
   std::string handler;  // the name of a row of the handler table
-  RouteParams params;   // every key of the handler's schema, defaults filled in
+  // The route's deadline, handler start to response complete; unset:
+  // [limits] request_timeout. A route-level key, not a handler parameter:
+  // every handler has it (a backend handler may also bound its own waits by
+  // it).
+  std::optional<Duration> timeout;
+  RouteParams params;  // every key of the handler's schema, defaults filled in
   SourcePosition where;  // of the [[route]] table, for errors found later
 };
 
@@ -94,6 +103,12 @@ struct Config {
 };
 
 // The subset of Config a model needs, by value so a generation owns its copy.
+// The deadline of a request on `route` under `limits`.
+inline Duration RouteTimeout(const RouteConfig& route,
+                             const LimitsConfig& limits) {
+  return route.timeout.value_or(limits.request_timeout);
+}
+
 struct ModelConfig {
   ServerConfig server;
   ThreadPoolConfig threadpool;

@@ -262,7 +262,8 @@ std::vector<Field> LimitsFields(LimitsConfig* l) {
           {"send_timeout", Dur(&l->send_timeout, min, kYear)},
           {"max_header_bytes", Int(&l->max_header_bytes, 1024, 1048576)},
           {"max_body_bytes", Int(&l->max_body_bytes, 0, int64_t{1} << 34)},
-          {"max_connections", Int(&l->max_connections, 1, 1000000)}};
+          {"max_connections", Int(&l->max_connections, 1, 1000000)},
+          {"request_timeout", Dur(&l->request_timeout, min, kYear)}};
 }
 
 std::vector<Field> LogFields(LogConfig* log) {
@@ -346,7 +347,8 @@ Reader Param(const ParamSpec& spec, RouteParams* params) {
 std::vector<Field> RouteKeyFields(RouteConfig* route) {
   return {{"path", RoutePath(&route->path)},
           {"handler",
-           [](const toml::node&) { return std::optional<std::string>(); }}};
+           [](const toml::node&) { return std::optional<std::string>(); }},
+          {"timeout", Dur(&route->timeout, Duration(1), kYear)}};
 }
 
 std::vector<Field> RouteFields(RouteConfig* route,

@@ -49,6 +49,7 @@ void FormatRoute(const RouteConfig& r, const HandlerSchema* schema,
   out << "[[route]]\n"
       << "path = " << QuoteToml(r.path) << "\n"
       << "handler = " << QuoteToml(r.handler) << "\n";
+  if (r.timeout) out << "timeout = " << Dur(*r.timeout) << "\n";
   for (const RouteParam& param : r.params.entries()) {
     const ParamSpec* spec = schema ? schema->Find(param.key) : nullptr;
     if (spec) out << "# " << DescribeParam(*schema, *spec) << "\n";
@@ -154,7 +155,8 @@ std::string FormatConfig(const Config& c,
       << "send_timeout = " << Dur(l.send_timeout) << "\n"
       << "max_header_bytes = " << l.max_header_bytes << "\n"
       << "max_body_bytes = " << l.max_body_bytes << "\n"
-      << "max_connections = " << l.max_connections << "\n";
+      << "max_connections = " << l.max_connections << "\n"
+      << "request_timeout = " << Dur(l.request_timeout) << "\n";
 
   out << "\n[log]\n"
       << "level = " << QuoteToml(c.log.level) << "\n"

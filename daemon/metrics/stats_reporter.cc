@@ -71,14 +71,15 @@ std::string StatsReporter::Report(std::string_view model, int generation,
       "p99_ms={:.3f} max_ms={:.3f} qwait_p50_ms={:.3f} qwait_p99_ms={:.3f} "
       "inflight={} conns={} busy={} workers={} queue={} queue_max={} "
       "accept_queue={} accept_queue_max={} s2xx={} s4xx={} s5xx={} rejected={} "
-      "bad_input={} timeouts={} bytes_in={} bytes_out={} parked={}",
+      "bad_input={} timeouts={} request_timeouts={} bytes_in={} bytes_out={} "
+      "parked={}",
       model, generation, rps, t.requests, Ms(service.Percentile(0.5)),
       Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)),
       Ms(service.Max()), Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)),
       t.inflight, t.open(), t.busy, workers, t.queue_depth, queue_max,
       accept_queue_, accept_queue_max_, t.status_class[2], t.status_class[4],
-      t.status_class[5], t.rejected, t.bad_input, t.timeouts(), t.bytes_in,
-      t.bytes_out, t.parked);
+      t.status_class[5], t.rejected, t.bad_input, t.timeouts(),
+      t.request_timeouts, t.bytes_in, t.bytes_out, t.parked);
   // Under systemd the line goes to the journal with structured fields, so
   // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
   // duplicate it); if the journal refuses it, stderr still gets the line.
@@ -107,6 +108,8 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         static_cast<unsigned long long>(t.status_class[5]),
         "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
         "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
+        "GEARBOX_REQUEST_TIMEOUTS=%llu",
+        static_cast<unsigned long long>(t.request_timeouts),
         "GEARBOX_PARKED=%llu", static_cast<unsigned long long>(t.parked),
         nullptr);
   }

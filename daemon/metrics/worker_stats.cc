@@ -50,6 +50,7 @@ void WorkerStats::AddTo(StatsTotals& t) const {
     t.closed[c] += closed[c].load(r);
   t.rejected += rejected.load(r);
   t.bad_input += bad_input.load(r);
+  t.request_timeouts += request_timeouts.load(r);
   t.parked += parked.load(r);
   t.inflight += inflight.load(r);
   t.open_conns += open_conns.load(r);
@@ -70,6 +71,7 @@ void WorkerStats::AddCounters(const StatsTotals& t) {
     Bump(closed[c], t.closed[c]);
   Bump(rejected, t.rejected);
   Bump(bad_input, t.bad_input);
+  Bump(request_timeouts, t.request_timeouts);
   Bump(parked, t.parked);
   service.Add(t.service);
   queue_wait.Add(t.queue_wait);

@@ -43,7 +43,7 @@ struct StatsTotals {
   uint64_t status_class[6] = {};
   uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
   uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
-           open_conns = 0, busy = 0;
+           open_conns = 0, busy = 0, request_timeouts = 0;
   uint64_t queue_depth = 0, queue_high = 0;
   uint64_t workers = 0;  // of the regions summed (StatsRegion::SetWorkers)
   HistogramSnapshot service;
@@ -69,6 +69,9 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> closed[static_cast<int>(CloseReason::kCount)]{};
   std::atomic<uint64_t> rejected{0};  // 503 from a full queue or connection cap
   std::atomic<uint64_t> bad_input{0};  // 4xx/close from unparseable input
+  // Requests past their deadline: answered 504, or (prefork) their child
+  // killed.
+  std::atomic<uint64_t> request_timeouts{0};
   // prefork: connections whose slow head the master's head guard took over.
   std::atomic<uint64_t> parked{0};
   std::atomic<uint64_t> inflight{0};    // requests between parse and response
@@ -84,6 +87,8 @@ struct alignas(64) WorkerStats {
   // the first bytes of its path. Relaxed word-sized stores: a reader may see a
   // torn path, never a crash.
   std::atomic<uint64_t> current_start_us{0};
+  // ... and its deadline (start + the route's timeout), same clock.
+  std::atomic<uint64_t> current_deadline_us{0};
   static constexpr size_t kPathWords = 6;
   std::atomic<uint64_t> current_path[kPathWords]{};
   LatencyHistogram service;  // handler start -> response serialized

@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, ParamValue>> Values(const RouteParams& p) {
 }
 
 auto Tie(const RouteConfig& r) {
-  return std::make_tuple(r.path, r.handler, Values(r.params));
+  return std::make_tuple(r.path, r.handler, r.timeout, Values(r.params));
 }
 
 // Everything but source and foreground (neither comes from TOML).
@@ -102,6 +102,7 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.limits.max_header_bytes, b.limits.max_header_bytes);
   EXPECT_EQ(a.limits.max_body_bytes, b.limits.max_body_bytes);
   EXPECT_EQ(a.limits.max_connections, b.limits.max_connections);
+  EXPECT_EQ(a.limits.request_timeout.count(), b.limits.request_timeout.count());
   EXPECT_EQ(a.log.level, b.log.level);
   EXPECT_EQ(a.log.access, b.log.access);
   EXPECT_EQ(a.log.slow.has_value(), b.log.slow.has_value());
@@ -173,6 +174,7 @@ send_timeout = "1h"
 max_header_bytes = 1024
 max_body_bytes = 17179869184
 max_connections = 1
+request_timeout = "2s"
 
 [log]
 level = "debug"
@@ -192,6 +194,7 @@ content_type = "application/json; charset=utf-8"
 [[route]]
 path = "/w"
 handler = "wait"
+timeout = "750ms"
 ms = 3600000
 max_ms = 3600000
 
@@ -298,6 +301,7 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.limits.max_header_bytes, 1024);
   EXPECT_EQ(c.limits.max_body_bytes, int64_t{1} << 34);
   EXPECT_EQ(c.limits.max_connections, 1);
+  EXPECT_EQ(c.limits.request_timeout, seconds(2));
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_TRUE(c.log.access);
   ASSERT_TRUE(c.log.slow.has_value());
@@ -309,6 +313,10 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.routes[0].params.Int("status"), 418);
   EXPECT_EQ(c.routes[0].params.Text("content_type"),
             "application/json; charset=utf-8");
+  EXPECT_EQ(c.routes[1].timeout, milliseconds(750));
+  EXPECT_FALSE(c.routes[0].timeout.has_value());
+  EXPECT_EQ(RouteTimeout(c.routes[0], c.limits), seconds(2));
+  EXPECT_EQ(RouteTimeout(c.routes[1], c.limits), milliseconds(750));
   EXPECT_EQ(c.routes[1].params.Int("ms"), 3600000);
   EXPECT_EQ(c.routes[1].params.Int("max_ms"), 3600000);
   EXPECT_EQ(c.routes[2].params.Int("us"), 0);
@@ -326,6 +334,8 @@ TEST(LoaderTest, FormatConfigRoundTrips) {
   EXPECT_NE(text.find("body_timeout = \"90s\""), std::string::npos);
   EXPECT_NE(text.find("send_timeout = \"1h\""), std::string::npos);
   EXPECT_NE(text.find("slow = \"0s\""), std::string::npos);
+  EXPECT_NE(text.find("request_timeout = \"2s\""), std::string::npos);
+  EXPECT_NE(text.find("timeout = \"750ms\""), std::string::npos);
   EXPECT_NE(text.find("unix_mode = 0o600"), std::string::npos);
   EXPECT_EQ(text.find("unix_mode"), text.rfind("unix_mode"));
 }
@@ -385,7 +395,7 @@ TEST(LoaderErrorTest, UnknownKey) {
               3,
               "[limits] idle_timout: unknown key (valid: header_timeout, "
               "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
-              "max_body_bytes, max_connections)");
+              "max_body_bytes, max_connections, request_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
               "enable_crash_handler)");
@@ -397,11 +407,11 @@ TEST(LoaderErrorTest, UnknownKey) {
 TEST(LoaderErrorTest, ParamOfAnotherHandlerIsAnUnknownKey) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"text\"\nms = 5\n", 4, 1,
               "[[route]] #1 ms: unknown key for handler \"text\" (valid: path, "
-              "handler, body, status, content_type)");
+              "handler, timeout, body, status, content_type)");
   ExpectError("[[route]]\nbody = \"x\"\npath = \"/x\"\nhandler = \"echo\"\n", 2,
               1,
               "[[route]] #1 body: unknown key for handler \"echo\" (valid: "
-              "path, handler)");
+              "path, handler, timeout)");
 }
 
 TEST(LoaderErrorTest, WrongType) {
@@ -437,6 +447,14 @@ TEST(LoaderErrorTest, OutOfRange) {
   ExpectError("[limits]\nmax_connections = 0\n", 2, 19, "(1..1000000)");
   ExpectError("[limits]\nsend_timeout = \"0ms\"\n", 2, 16,
               "[limits] send_timeout: must be greater than 0, got 0ms");
+  ExpectError("[limits]\nrequest_timeout = \"0s\"\n", 2, 19,
+              "[limits] request_timeout: must be greater than 0, got 0s");
+  ExpectError("[[route]]\npath = \"/t\"\nhandler = \"text\"\ntimeout = 5\n", 4,
+              11,
+              "[[route]] #1 timeout: expected a duration string like \"10s\"");
+  ExpectError(
+      "[[route]]\npath = \"/t\"\nhandler = \"text\"\ntimeout = \"0ms\"\n", 4,
+      11, "[[route]] #1 timeout: must be greater than 0, got 0ms");
   ExpectError("[metrics]\ninterval = \"99ms\"\n", 2, 12,
               "[metrics] interval: 99ms is below the minimum 100ms");
   ExpectError("[server]\ngraceful_timeout = \"8761h\"\n", 2, 20,
