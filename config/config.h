@@ -2,6 +2,7 @@
 // these structs; TOML stays inside config/.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -34,18 +35,44 @@ struct ServerConfig {
   bool enable_crash_handler = false;
 };
 
+// How a pool of workers follows the load: `min` workers from the start, up
+// to `max` when every worker is busy and work waits, at most `spawn_rate`
+// new ones a second; one idle for `idle_timeout` retires (down to `min`).
+struct PoolLimits {
+  int min = 1;
+  int max = 1;
+  int spawn_rate = 32;
+  Duration idle_timeout = std::chrono::seconds(10);
+};
+
 struct ThreadPoolConfig {
-  int threads = 64;
+  int threads = 64;     // the minimum, and the start
+  int max_threads = 0;  // 0: = threads (the loader fills it in)
+  Duration idle_thread_timeout = std::chrono::seconds(10);
+  int max_spawn_rate = 32;  // threads started per second, at most
   int queue = 1024;
+  PoolLimits Limits() const {
+    return {threads, std::max(threads, max_threads), max_spawn_rate,
+            idle_thread_timeout};
+  }
 };
 
 struct PreforkConfig {
-  int workers = 4;
+  int workers = 4;      // the minimum, and the start
+  int max_workers = 0;  // 0: = workers (the loader fills it in)
+  Duration idle_worker_timeout = std::chrono::seconds(10);
+  int max_spawn_rate = 32;   // children forked per second, at most
   int64_t max_requests = 0;  // 0 = never recycle
+  PoolLimits Limits() const {
+    return {workers, std::max(workers, max_workers), max_spawn_rate,
+            idle_worker_timeout};
+  }
 };
 
 struct AsyncConfig {
   int loops = 1;
+  // A callback running longer than this logs event=loop_stalled; 0: off.
+  Duration stall_threshold = std::chrono::milliseconds(100);
 };
 
 struct LimitsConfig {

@@ -138,14 +138,23 @@ std::string FormatConfig(const Config& c,
     }
   }
 
+  const ThreadPoolConfig& t = c.threadpool;
   out << "\n[threadpool]\n"
-      << "threads = " << c.threadpool.threads << "\n"
-      << "queue = " << c.threadpool.queue << "\n"
-      << "\n[prefork]\n"
-      << "workers = " << c.prefork.workers << "\n"
-      << "max_requests = " << c.prefork.max_requests << "\n"
+      << "threads = " << t.threads << "\n"
+      << "max_threads = " << t.Limits().max << "\n"
+      << "idle_thread_timeout = " << Dur(t.idle_thread_timeout) << "\n"
+      << "max_spawn_rate = " << t.max_spawn_rate << "\n"
+      << "queue = " << t.queue << "\n";
+  const PreforkConfig& p = c.prefork;
+  out << "\n[prefork]\n"
+      << "workers = " << p.workers << "\n"
+      << "max_workers = " << p.Limits().max << "\n"
+      << "idle_worker_timeout = " << Dur(p.idle_worker_timeout) << "\n"
+      << "max_spawn_rate = " << p.max_spawn_rate << "\n"
+      << "max_requests = " << p.max_requests << "\n"
       << "\n[async]\n"
-      << "loops = " << c.async.loops << "\n";
+      << "loops = " << c.async.loops << "\n"
+      << "stall_threshold = " << Dur(c.async.stall_threshold) << "\n";
 
   const LimitsConfig& l = c.limits;
   out << "\n[limits]\n"

@@ -47,6 +47,7 @@ class AsyncModel final : public Model {
     // loop the kernel queue is being served: READY may go out once they run.
     for (auto& loop : loops_) loop->StartThread();
     started_ = true;
+    ctx.stats->SetWorkerBounds(loops, loops, loops);
     LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,
             loops);
     return Status::Ok();

@@ -16,6 +16,7 @@
 #include "models/forked_process.h"
 #include "models/prefork_model.h"
 #include "models/prefork_policy.h"
+#include "models/request_kill.h"
 
 namespace gearbox {
 namespace {
@@ -90,6 +91,7 @@ void ChildLoop::SetUp() {
 
   stats_.pid.store(getpid());
   stats_.busy.store(0);
+  InstallRequestKill(&stats_);
   bc_.env.cycle = {ctx_.router.get(), &stats_, ctx_.request_log.get(),
                    args_.slot};
   bc_.env.limits = &ctx_.config.limits;
@@ -144,10 +146,12 @@ bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
 
 void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
   stats_.open_conns.store(1);
+  SetKillTarget(&c, (*ctx_.listeners)[listener].protocol);
   if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
       !Park(c, listener)) {
     ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
   }
+  SetKillTarget(nullptr, Protocol::kHttp);
   stats_.open_conns.store(0);
   // Not while draining: the child must stay for the heads the guard still
   // hands back (it exits when the guard closes the unpark channel).

@@ -35,7 +35,11 @@ StatsRegion::Totals StatsRegion::Sum() const {
 }
 
 void StatsRegion::AddTo(Totals& t) const {
-  t.workers += header_->workers.load(std::memory_order_relaxed);
+  constexpr auto r = std::memory_order_relaxed;
+  t.workers += header_->workers.load(r);
+  t.workers_min += header_->workers_min.load(r);
+  t.workers_max += header_->workers_max.load(r);
+  t.request_timeouts += header_->stuck_requests.load(r);
   for (size_t i = 0; i < slots_; ++i) base_[i].AddTo(t);
 }
 

@@ -46,6 +46,8 @@ struct StatsTotals {
            open_conns = 0, busy = 0, request_timeouts = 0;
   uint64_t queue_depth = 0, queue_high = 0;
   uint64_t workers = 0;  // of the regions summed (StatsRegion::SetWorkers)
+  // The bounds the pools move in (StatsRegion::SetWorkerBounds).
+  uint64_t workers_min = 0, workers_max = 0;
   HistogramSnapshot service;
   HistogramSnapshot queue_wait;
   uint64_t open() const {
@@ -140,6 +142,20 @@ class StatsRegion {
   void SetWorkers(int n) {
     header_->workers.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }
+  // The model's own: its worker count now (pools that follow the load
+  // change it), and the bounds it moves in (loops: both the count).
+  void SetWorkerBounds(int now, int min, int max) {
+    SetWorkers(now);
+    header_->workers_min.store(static_cast<uint64_t>(min),
+                               std::memory_order_relaxed);
+    header_->workers_max.store(static_cast<uint64_t>(max),
+                               std::memory_order_relaxed);
+  }
+  // threadpool: a request reported stuck past its deadline (request_stuck),
+  // counted into request_timeouts. The model's supervisor-side code only.
+  void CountStuckRequest() {
+    header_->stuck_requests.fetch_add(1, std::memory_order_relaxed);
+  }
   // Set once the generation has drained and its counts have moved into the
   // process-lifetime totals (LifetimeStats::Retire); those skip it from then.
   bool retired() const {
@@ -152,6 +168,9 @@ class StatsRegion {
   struct alignas(64) Header {
     std::atomic<uint64_t> workers{0};
     std::atomic<uint64_t> retired{0};
+    std::atomic<uint64_t> workers_min{0};
+    std::atomic<uint64_t> workers_max{0};
+    std::atomic<uint64_t> stuck_requests{0};
   };
   StatsRegion(Header* header, size_t slots)
       : header_(header),

@@ -92,9 +92,16 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   }
   EXPECT_EQ(a.threadpool.threads, b.threadpool.threads);
   EXPECT_EQ(a.threadpool.queue, b.threadpool.queue);
+  EXPECT_EQ(a.threadpool.max_threads, b.threadpool.max_threads);
+  EXPECT_EQ(a.threadpool.idle_thread_timeout, b.threadpool.idle_thread_timeout);
+  EXPECT_EQ(a.threadpool.max_spawn_rate, b.threadpool.max_spawn_rate);
   EXPECT_EQ(a.prefork.workers, b.prefork.workers);
+  EXPECT_EQ(a.prefork.max_workers, b.prefork.max_workers);
+  EXPECT_EQ(a.prefork.idle_worker_timeout, b.prefork.idle_worker_timeout);
+  EXPECT_EQ(a.prefork.max_spawn_rate, b.prefork.max_spawn_rate);
   EXPECT_EQ(a.prefork.max_requests, b.prefork.max_requests);
   EXPECT_EQ(a.async.loops, b.async.loops);
+  EXPECT_EQ(a.async.stall_threshold, b.async.stall_threshold);
   EXPECT_EQ(a.limits.header_timeout.count(), b.limits.header_timeout.count());
   EXPECT_EQ(a.limits.idle_timeout.count(), b.limits.idle_timeout.count());
   EXPECT_EQ(a.limits.body_timeout.count(), b.limits.body_timeout.count());
@@ -157,14 +164,21 @@ name = "fcgi-tcp"
 
 [threadpool]
 threads = 8
+max_threads = 12
+idle_thread_timeout = "3s"
+max_spawn_rate = 5
 queue = 16
 
 [prefork]
 workers = 2
+max_workers = 6
+idle_worker_timeout = "1500ms"
+max_spawn_rate = 7
 max_requests = 1000
 
 [async]
 loops = 4
+stall_threshold = "0s"
 
 [limits]
 header_timeout = "250us"
@@ -291,9 +305,16 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.listen[3].name, "fcgi-tcp");
   EXPECT_EQ(c.threadpool.threads, 8);
   EXPECT_EQ(c.threadpool.queue, 16);
+  EXPECT_EQ(c.threadpool.max_threads, 12);
+  EXPECT_EQ(c.threadpool.idle_thread_timeout, seconds(3));
+  EXPECT_EQ(c.threadpool.max_spawn_rate, 5);
   EXPECT_EQ(c.prefork.workers, 2);
+  EXPECT_EQ(c.prefork.max_workers, 6);
+  EXPECT_EQ(c.prefork.idle_worker_timeout, milliseconds(1500));
+  EXPECT_EQ(c.prefork.max_spawn_rate, 7);
   EXPECT_EQ(c.prefork.max_requests, 1000);
   EXPECT_EQ(c.async.loops, 4);
+  EXPECT_EQ(c.async.stall_threshold, microseconds(0));
   EXPECT_EQ(c.limits.header_timeout, microseconds(250));
   EXPECT_EQ(c.limits.idle_timeout, minutes(2));
   EXPECT_EQ(c.limits.body_timeout, seconds(90));
@@ -338,6 +359,22 @@ TEST(LoaderTest, FormatConfigRoundTrips) {
   EXPECT_NE(text.find("timeout = \"750ms\""), std::string::npos);
   EXPECT_NE(text.find("unix_mode = 0o600"), std::string::npos);
   EXPECT_EQ(text.find("unix_mode"), text.rfind("unix_mode"));
+}
+
+TEST(LoaderTest, PoolCeilingsDefaultToTheMinimum) {
+  const Config d = Load("");
+  EXPECT_EQ(d.threadpool.max_threads, d.threadpool.threads);
+  EXPECT_EQ(d.prefork.max_workers, d.prefork.workers);
+  EXPECT_EQ(d.prefork.idle_worker_timeout, seconds(10));
+  EXPECT_EQ(d.threadpool.idle_thread_timeout, seconds(10));
+  EXPECT_EQ(d.prefork.max_spawn_rate, 32);
+  EXPECT_EQ(d.async.stall_threshold, milliseconds(100));
+  EXPECT_EQ(d.limits.request_timeout, seconds(50));
+  const Config c = Load("[threadpool]\nthreads = 3\n[prefork]\nworkers = 5\n");
+  EXPECT_EQ(c.threadpool.max_threads, 3);
+  EXPECT_EQ(c.prefork.max_workers, 5);
+  EXPECT_EQ(c.prefork.Limits().min, 5);
+  EXPECT_EQ(c.prefork.Limits().max, 5);
 }
 
 TEST(LoaderTest, UnixModeDecimalOrOctal) {
@@ -412,6 +449,17 @@ TEST(LoaderErrorTest, ParamOfAnotherHandlerIsAnUnknownKey) {
               1,
               "[[route]] #1 body: unknown key for handler \"echo\" (valid: "
               "path, handler, timeout)");
+}
+
+TEST(LoaderErrorTest, PoolCeilingBelowTheMinimum) {
+  ExpectError("[prefork]\nmax_workers = 8\nworkers = 16\n", 2, 15,
+              "[prefork] max_workers: 8 is less than workers (16)");
+  // Against the default minimum (64 threads).
+  ExpectError("[threadpool]\nmax_threads = 8\n", 2, 15,
+              "[threadpool] max_threads: 8 is less than threads (64)");
+  ExpectError("[threadpool]\nmax_spawn_rate = 0\n", 2, 18, "(1..4096)");
+  ExpectError("[prefork]\nidle_worker_timeout = \"0s\"\n", 2, 23,
+              "must be greater than 0");
 }
 
 TEST(LoaderErrorTest, WrongType) {
