@@ -34,6 +34,7 @@ class AsyncModel final : public Model {
     shared_.router = ctx.router.get();
     shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
+    shared_.stall_threshold = ctx.config.async.stall_threshold;
     const int loops = Loops(ctx.config);
     shared_.loops = loops;
     for (int i = 0; i < loops; ++i) {

@@ -23,6 +23,9 @@ struct RequestCycle {
   WorkerStats* stats = nullptr;
   const RequestLog* log = nullptr;  // null or disabled: no per-request logging
   int worker = 0;
+  // Non-null: each request's path is copied here when it starts (async stall
+  // detection names the path of a request that blocked its loop).
+  std::string* started_path = nullptr;
 };
 
 // What FinishRequest needs to know about a request once its views may be gone.
@@ -63,6 +66,7 @@ inline std::unique_ptr<Exchange> BeginRequest(
     stats.current_start_us.store(timing.start_us, std::memory_order_release);
     stats.SetCurrentPath(request.path);
   }
+  if (cycle.started_path) cycle.started_path->assign(request.path);
   return route.handler->Start(request);
 }
 

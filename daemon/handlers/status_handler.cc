@@ -102,6 +102,7 @@ class StatusHandler final : public Handler {
         "\"parked\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
         "\"rejected\":{},\"bad_input\":{},\"request_timeouts\":{},"
+        "\"loop_stalls\":{},"
         "\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
         "{:.3f}}},"
@@ -117,7 +118,7 @@ class StatusHandler final : public Handler {
         t.closed[static_cast<int>(CloseReason::kError)], t.parked,
         t.status_class[1], t.status_class[2], t.status_class[3],
         t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
-        t.request_timeouts, t.bytes_in, t.bytes_out,
+        t.request_timeouts, t.loop_stalls, t.bytes_in, t.bytes_out,
         Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),
         Ms(t.service.Percentile(0.99)), Ms(t.service.Max()),
         Ms(t.queue_wait.Percentile(0.5)), Ms(t.queue_wait.Percentile(0.99)));
@@ -148,12 +149,13 @@ class StatusHandler final : public Handler {
         "model: {}\ngeneration: {}\npid: {}\nuptime_s: {:.3f}\nrequests: {}\n"
         "inflight: {}\nbusy: {}\nqueue: {}\nconnections_open: {}\n"
         "connections_accepted: {}\ns2xx: {}\ns4xx: {}\ns5xx: {}\nrejected: {}\n"
-        "bad_input: {}\nrequest_timeouts: {}\np50_ms: {:.3f}\np99_ms: {:.3f}\n",
+        "bad_input: {}\nrequest_timeouts: {}\nloop_stalls: {}\np50_ms: "
+        "{:.3f}\np99_ms: {:.3f}\n",
         info_.model, info_.generation, getpid(), Uptime(), t.requests,
         t.inflight, t.busy, t.queue_depth, t.open(), t.accepted,
         t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
-        t.bad_input, t.request_timeouts, Ms(t.service.Percentile(0.5)),
-        Ms(t.service.Percentile(0.99)));
+        t.bad_input, t.request_timeouts, t.loop_stalls,
+        Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.99)));
     for (const Worker& w : workers) {
       out += fmt::format(
           "worker {}: pid={} tid={} state={} requests={} path={} "
@@ -194,6 +196,9 @@ class StatusHandler final : public Handler {
     metric("request_timeouts", "counter",
            "Requests past their deadline (504, or a prefork child killed).",
            t.request_timeouts);
+    metric("loop_stalls", "counter",
+           "async: callbacks that ran past [async] stall_threshold.",
+           t.loop_stalls);
     metric("connections_accepted", "counter", "Connections accepted.",
            t.accepted);
     metric("connections_open", "gauge", "Connections open now.", t.open());

@@ -72,14 +72,14 @@ std::string StatsReporter::Report(std::string_view model, int generation,
       "inflight={} conns={} busy={} workers={} queue={} queue_max={} "
       "accept_queue={} accept_queue_max={} s2xx={} s4xx={} s5xx={} rejected={} "
       "bad_input={} timeouts={} request_timeouts={} bytes_in={} bytes_out={} "
-      "parked={}",
+      "parked={} loop_stalls={}",
       model, generation, rps, t.requests, Ms(service.Percentile(0.5)),
       Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)),
       Ms(service.Max()), Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)),
       t.inflight, t.open(), t.busy, workers, t.queue_depth, queue_max,
       accept_queue_, accept_queue_max_, t.status_class[2], t.status_class[4],
       t.status_class[5], t.rejected, t.bad_input, t.timeouts(),
-      t.request_timeouts, t.bytes_in, t.bytes_out, t.parked);
+      t.request_timeouts, t.bytes_in, t.bytes_out, t.parked, t.loop_stalls);
   // Under systemd the line goes to the journal with structured fields, so
   // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
   // duplicate it); if the journal refuses it, stderr still gets the line.
@@ -111,7 +111,8 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         "GEARBOX_REQUEST_TIMEOUTS=%llu",
         static_cast<unsigned long long>(t.request_timeouts),
         "GEARBOX_PARKED=%llu", static_cast<unsigned long long>(t.parked),
-        nullptr);
+        "GEARBOX_LOOP_STALLS=%llu",
+        static_cast<unsigned long long>(t.loop_stalls), nullptr);
   }
   if (journal_rc < 0) LogInfo("stats", "{}", line);
   last_requests_ = t.requests;

@@ -55,6 +55,7 @@ void WorkerStats::AddTo(StatsTotals& t) const {
   t.rejected += rejected.load(r);
   t.bad_input += bad_input.load(r);
   t.request_timeouts += request_timeouts.load(r);
+  t.loop_stalls += loop_stalls.load(r);
   t.parked += parked.load(r);
   t.inflight += inflight.load(r);
   t.open_conns += open_conns.load(r);
@@ -76,6 +77,7 @@ void WorkerStats::AddCounters(const StatsTotals& t) {
   Bump(rejected, t.rejected);
   Bump(bad_input, t.bad_input);
   Bump(request_timeouts, t.request_timeouts);
+  Bump(loop_stalls, t.loop_stalls);
   Bump(parked, t.parked);
   service.Add(t.service);
   queue_wait.Add(t.queue_wait);

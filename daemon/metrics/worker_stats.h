@@ -43,7 +43,7 @@ struct StatsTotals {
   uint64_t status_class[6] = {};
   uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
   uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
-           open_conns = 0, busy = 0, request_timeouts = 0;
+           open_conns = 0, busy = 0, request_timeouts = 0, loop_stalls = 0;
   uint64_t queue_depth = 0, queue_high = 0;
   uint64_t workers = 0;  // of the regions summed (StatsRegion::SetWorkers)
   // The bounds the pools move in (StatsRegion::SetWorkerBounds).
@@ -74,6 +74,8 @@ struct alignas(64) WorkerStats {
   // Requests past their deadline: answered 504, or (prefork) their child
   // killed.
   std::atomic<uint64_t> request_timeouts{0};
+  // async: callbacks that ran longer than [async] stall_threshold.
+  std::atomic<uint64_t> loop_stalls{0};
   // prefork: connections whose slow head the master's head guard took over.
   std::atomic<uint64_t> parked{0};
   std::atomic<uint64_t> inflight{0};    // requests between parse and response

@@ -198,6 +198,46 @@ TEST_F(ControlsTest, ThreadpoolStuckThreadIsReplacedUpToMaxThreads) {
          " hello_worst_ms=" + std::to_string(worst_ms) + " " + stuck);
 }
 
+// async: a 300 ms burn blocks its loop; the callback is logged
+// (event=loop_stalled loop=0 ms>=300 path=/burn) and counted, once.
+TEST_F(ControlsTest, AsyncBurnLogsLoopStalled) {
+  if (!IsModel("async")) GTEST_SKIP() << "async only";
+  Settings s;
+  s.routes = kBurnRoute;
+  s.limits_extra = "request_timeout = \"10s\"\n";
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  for (int i = 0; i < 20; ++i) ExpectHealthy("before");  // fast: no stall
+  EXPECT_EQ(daemon_->Log().find("event=loop_stalled"), std::string::npos);
+  HttpResponse r = gearbox::testing::Exchange(
+      port(), GetRequest("/burn?us=300000"), Millis(5000));
+  EXPECT_EQ(r.status, 200) << r.error;
+  const std::string log = WaitForLog("event=loop_stalled", Millis(2000));
+  const std::string line = LineWith(log, "event=loop_stalled");
+  ASSERT_NE(line, "") << "no event=loop_stalled after a 300 ms burn";
+  EXPECT_NE(line.find(" loop=0 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" path=/burn"), std::string::npos) << line;
+  const size_t at = line.find(" ms=");
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_GE(strtod(line.c_str() + at + 4, nullptr), 300) << line;
+  EXPECT_EQ(Status("loop_stalls"), 1);
+  Report(line);
+}
+
+// stall_threshold = "0s" turns it off.
+TEST_F(ControlsTest, AsyncStallDetectionOff) {
+  if (!IsModel("async")) GTEST_SKIP() << "async only";
+  Settings s;
+  s.routes = kBurnRoute;
+  s.async_extra = "stall_threshold = \"0s\"\n";
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  HttpResponse r = gearbox::testing::Exchange(
+      port(), GetRequest("/burn?us=300000"), Millis(5000));
+  EXPECT_EQ(r.status, 200) << r.error;
+  ExpectHealthy("after");
+  EXPECT_EQ(daemon_->Log().find("event=loop_stalled"), std::string::npos);
+  EXPECT_EQ(Status("loop_stalls"), 0);
+}
+
 }  // namespace
 }  // namespace gearbox::hardening
 
