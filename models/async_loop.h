@@ -61,7 +61,7 @@ class AsyncLoop {
   // Runs one libevent callback; with stall detection on, times it.
   template <typename Fn>
   void Timed(Fn&& callback);
-  void OnStall(Clock::duration took);
+  void OnStall(std::chrono::nanoseconds took);
 
   // libevent's side of a connection; the machine decides, these wait.
   void OnReadable(AsyncConnection* c);

@@ -1,6 +1,7 @@
 #include "models/prefork_child.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +23,9 @@ namespace gearbox {
 namespace {
 
 std::atomic<bool> g_draining{false};
+// The master retires this (idle) child: stop, as draining would, but exit as
+// soon as no connection is in hand, without waiting for the guard.
+std::atomic<bool> g_retire{false};
 
 // How long a request head may take to arrive before the child parks the
 // connection with the master's head guard. Clients (nginx too) send the head
@@ -34,6 +38,10 @@ std::atomic<bool> g_draining{false};
 constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 void OnTerm(int) { g_draining.store(true); }
+void OnRetire(int) {
+  g_retire.store(true);
+  g_draining.store(true);  // a connection taken meanwhile closes after it
+}
 
 Clock::time_point FromNs(int64_t ns) {
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
@@ -87,6 +95,10 @@ void ChildLoop::SetUp() {
     if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
   SetUpForkedSignals(&OnTerm);
+  struct sigaction retire = {};
+  retire.sa_handler = &OnRetire;
+  sigemptyset(&retire.sa_mask);
+  sigaction(SIGUSR1, &retire, nullptr);          // no SA_RESTART: poll() wakes
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
 
   stats_.pid.store(getpid());
@@ -229,6 +241,7 @@ void ChildLoop::Run() {
   std::vector<pollfd> pfds;
   bool accepting = true;
   for (;;) {
+    if (g_retire.load()) _exit(kChildRetired);
     if (accepting && g_draining.load()) {
       accepting = false;
       StopParking();

@@ -16,7 +16,9 @@
 #include <thread>
 
 #include "daemon/logging.h"
+#include "daemon/metrics/accept_queue.h"
 #include "models/head_guard.h"
+#include "models/pool_scaler.h"
 #include "models/prefork_workers.h"
 
 namespace gearbox {
@@ -30,17 +32,20 @@ class PreforkModel final : public Model {
     if (started_) Drain(Clock::now());
   }
 
-  // One slot per child, then the head guard's.
+  // One slot per child there may be (max_workers), then the head guard's.
   size_t SlotsNeeded(const ModelConfig& config) const override {
-    return static_cast<size_t>(Workers(config)) + 1;
+    return static_cast<size_t>(Limits(config).max) + 1;
   }
 
-  int TotalWorkers() const override { return Workers(ctx_.config); }
+  int TotalWorkers() const override { return current_.load(); }
 
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
-    workers_ = std::make_unique<PreforkWorkers>(
-        ctx_, static_cast<size_t>(Workers(ctx.config)));
+    const PoolLimits limits = Limits(ctx.config);
+    workers_ =
+        std::make_unique<PreforkWorkers>(ctx_, static_cast<size_t>(limits.max));
+    scaler_ = std::make_unique<PoolScaler>(limits, "prefork", ctx.generation,
+                                           Clock::now());
     // From here on Drain() (and the destructor) stops whatever was started,
     // even if Start() fails half way.
     started_ = true;
@@ -61,7 +66,7 @@ class PreforkModel final : public Model {
     if (pipe2(ready, O_CLOEXEC) != 0)
       return Status::Error(std::string("pipe2: ") + strerror(errno));
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < workers_->slots(); ++i) {
+    for (size_t i = 0; i < static_cast<size_t>(limits.min); ++i) {
       if (!workers_->Start(i, ready[1])) {
         close(ready[0]);
         close(ready[1]);
@@ -79,9 +84,10 @@ class PreforkModel final : public Model {
     if (!ok) return Status::Error("prefork: no child became ready within 10 s");
     PublishGauges();
     LogInfo("model_started",
-            "model=prefork gen={} workers={} max_requests={} head_guard={}",
-            ctx.generation, workers_->wanted(), ctx.config.prefork.max_requests,
-            guard_ ? "on" : "off");
+            "model=prefork gen={} workers={} max_workers={} max_requests={} "
+            "head_guard={}",
+            ctx.generation, workers_->wanted(), limits.max,
+            ctx.config.prefork.max_requests, guard_ ? "on" : "off");
     return Status::Ok();
   }
 
@@ -94,6 +100,8 @@ class PreforkModel final : public Model {
     workers_->KillStuck(now);
     if (draining_) return;  // Drain() reaps its own children
     workers_->ReapAndRespawn(now);
+    workers_->TrackActivity(now);
+    Scale(now);
     PublishGauges();
     if (!guard_) return;
     int status = 0;
@@ -157,9 +165,6 @@ class PreforkModel final : public Model {
   }
 
  private:
-  static int Workers(const ModelConfig& c) {
-    return c.foreground ? 1 : c.prefork.workers;
-  }
   static PoolLimits Limits(const ModelConfig& c) {
     return c.foreground ? PoolLimits{1, 1, 1, {}} : c.prefork.Limits();
   }
@@ -183,9 +188,55 @@ class PreforkModel final : public Model {
     }
   }
 
+  // Caller holds mu_. Grows while every child holds a connection and
+  // clients wait in the kernel's accept queue; retires children idle for
+  // idle_worker_timeout. No growth during a crash storm's backoff: more
+  // children would only crash more.
+  void Scale(Clock::time_point now) {
+    const PoolLimits& limits = scaler_->limits();
+    const int current = workers_->wanted();
+    const int busy = workers_->busy();
+    const int64_t waiting = AcceptQueued();
+    int n = workers_->storming()
+                ? 0
+                : scaler_->ToGrow(now, current, busy, WorkWaits(waiting));
+    if (n > 0 && (n = workers_->Grow(n)) > 0) {
+      scaler_->Changed(current, current + n, "busy",
+                       fmt::format("busy={} accept_queue={}", busy, waiting));
+    }
+    Clock::duration idle{};
+    const int retired =
+        workers_->RetireIdle(now, limits.min, limits.idle_timeout, &idle);
+    if (retired > 0) {
+      const int before = workers_->wanted() + retired;
+      scaler_->Changed(
+          before, before - retired, "idle",
+          fmt::format(
+              "idle_ms={}",
+              std::chrono::duration_cast<std::chrono::milliseconds>(idle)
+                  .count()));
+    }
+  }
+
+  // The growth signal: clients the kernel holds for a child (the throughput
+  // issue may point it elsewhere).
+  static bool WorkWaits(int64_t accept_queued) { return accept_queued > 0; }
+
+  // Connections completed by the kernel and not yet accepted, on every
+  // listener (TCP_INFO / sock_diag: one syscall each).
+  int64_t AcceptQueued() {
+    int64_t total = 0;
+    for (const Listener& l : *ctx_.listeners) {
+      const int64_t n = probe_.Length(l.fd);
+      if (n > 0) total += n;
+    }
+    return total;
+  }
+
   void PublishGauges() {
-    const PoolLimits limits = Limits(ctx_.config);
-    ctx_.stats->SetWorkerBounds(workers_->wanted(), limits.min, limits.max);
+    const PoolLimits& limits = scaler_->limits();
+    current_.store(workers_->wanted());
+    ctx_.stats->SetWorkerBounds(current_.load(), limits.min, limits.max);
   }
 
   WorkerStats& GuardStats() { return ctx_.stats->Slot(workers_->slots()); }
@@ -221,6 +272,9 @@ class PreforkModel final : public Model {
   ModelContext ctx_;
   std::mutex mu_;
   std::unique_ptr<PreforkWorkers> workers_;
+  std::unique_ptr<PoolScaler> scaler_;
+  AcceptQueueProbe probe_;
+  std::atomic<int> current_{0};       // wanted children, for TotalWorkers()
   std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
   pid_t guard_pid_ = 0;               // 0 = not running
   Clock::time_point guard_respawn_at_{};

@@ -22,6 +22,9 @@ enum PreforkExit : int {
   // The master cut off a request stuck past its deadline (request_kill.h);
   // replaced at once, not a crash.
   kChildRequestKilled = 5,
+  // Idle past idle_worker_timeout above `workers`: the master asked it to go
+  // (SIGUSR1); not replaced.
+  kChildRetired = 6,
 };
 
 }  // namespace gearbox

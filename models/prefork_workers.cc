@@ -39,6 +39,8 @@ std::string DescribeChildStatus(int status) {
         return "exit=setup_failed";
       case kChildRequestKilled:
         return "exit=request_killed";
+      case kChildRetired:
+        return "exit=retired";
       default:
         return "exit=" + std::to_string(WEXITSTATUS(status));
     }
@@ -55,6 +57,61 @@ int PreforkWorkers::wanted() const {
   int n = 0;
   for (const Child& c : children_) n += c.wanted ? 1 : 0;
   return n;
+}
+
+int PreforkWorkers::busy() const {
+  int n = 0;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const Child& c = children_[i];
+    if (c.wanted && c.pid > 0 && ctx_.stats->Slot(i).open_conns.load() != 0)
+      ++n;
+  }
+  return n;
+}
+
+// O(slots) reads of the shared stats, ten times a second.
+void PreforkWorkers::TrackActivity(Clock::time_point now) {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& c = children_[i];
+    if (c.pid <= 0) continue;
+    const WorkerStats& s = Slot(i);
+    // A handed-back connection is counted in neither, but holds the child
+    // (open_conns) while it is served.
+    const uint64_t activity = s.accepted.load() + s.requests.load();
+    if (activity != c.activity || s.open_conns.load() != 0) {
+      c.activity = activity;
+      c.active_at = now;
+    }
+  }
+}
+
+int PreforkWorkers::Grow(int n) {
+  int started = 0;
+  for (size_t i = 0; i < children_.size() && started < n; ++i) {
+    Child& c = children_[i];
+    if (c.wanted || c.pid > 0) continue;  // in use, or still retiring
+    if (Start(i, -1)) ++started;
+  }
+  return started;
+}
+
+int PreforkWorkers::RetireIdle(Clock::time_point now, int min,
+                               Clock::duration idle_timeout,
+                               Clock::duration* longest_idle) {
+  int wanted_now = wanted();
+  int retired = 0;
+  *longest_idle = Clock::duration::zero();
+  for (size_t i = children_.size(); i-- > 0 && wanted_now > min;) {
+    Child& c = children_[i];
+    if (!c.wanted || c.pid <= 0 || now - c.active_at < idle_timeout) continue;
+    if (Slot(i).open_conns.load() != 0) continue;
+    c.wanted = false;
+    kill(c.pid, SIGUSR1);
+    *longest_idle = std::max(*longest_idle, now - c.active_at);
+    --wanted_now;
+    ++retired;
+  }
+  return retired;
 }
 
 bool PreforkWorkers::Start(size_t index, int ready_fd) {
@@ -92,6 +149,8 @@ bool PreforkWorkers::Spawn(size_t index, int ready_fd) {
   }
   children_[index].pid = pid;
   children_[index].killing_start_us = 0;
+  children_[index].activity = 0;
+  children_[index].active_at = Clock::now();
   ++spawned_;
   LogDebug("child_spawned", "model=prefork gen={} pid={} slot={}",
            ctx_.generation, pid, index);
@@ -127,6 +186,12 @@ void PreforkWorkers::OnExit(size_t index, int status, Clock::time_point now) {
   c.pid = 0;
   c.killing_start_us = 0;
   c.respawn_at = now;
+  if (!c.wanted) {
+    // Retired (or killed while retiring): its slot is free.
+    LogDebug("child_retired", "model=prefork gen={} pid={} {}", ctx_.generation,
+             pid, DescribeChildStatus(status));
+    return;
+  }
   if (code == kChildRecycled) {
     ++recycled_;
     LogInfo("child_recycled", "model=prefork gen={} pid={}", ctx_.generation,

@@ -2,8 +2,10 @@
 // may be (max_workers), each wanted or not, running or not. It forks, reaps
 // and respawns children (a crash storm slows respawning down with
 // exponential backoff instead of spinning, and says so loudly), and cuts off
-// a child whose request is stuck past its deadline (request_kill.h).
-// The caller (PreforkModel) serializes every call.
+// a child whose request is stuck past its deadline (request_kill.h). It
+// grows by forking into free slots and retires children idle long enough
+// (the decision is PoolScaler's). The caller (PreforkModel) serializes every
+// call.
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +41,19 @@ class PreforkWorkers {
   // those that did not exit within kKillEscalation of it.
   void KillStuck(Clock::time_point now);
 
+  // Notes which children are active: holding a connection, or having taken
+  // one (accepted or handed back) or served a request since the last call.
+  void TrackActivity(Clock::time_point now);
+  // Forks up to `n` children into free slots; returns how many started.
+  int Grow(int n);
+  // Retires children idle for `idle_timeout` (highest slots first) while
+  // more than `min` are wanted: SIGUSR1, after which a child exits at once
+  // (it holds no connection, so none is cut: an nginx keep-alive connection
+  // would race its next request). Returns how many; *longest_idle the
+  // longest idle time among them.
+  int RetireIdle(Clock::time_point now, int min, Clock::duration idle_timeout,
+                 Clock::duration* longest_idle);
+
   // Draining: `sig` to every running child; no respawns from now on.
   void SignalAll(int sig);
   // Reaps what exited; true while any child is still running.
@@ -49,6 +64,10 @@ class PreforkWorkers {
   size_t slots() const { return children_.size(); }
   // Wanted slots: the current worker count.
   int wanted() const;
+  // Wanted children holding a connection.
+  int busy() const;
+  // A crash storm is being backed off: no growth meanwhile.
+  bool storming() const { return backoff_ != Clock::duration::zero(); }
   uint64_t spawned() const { return spawned_; }
   uint64_t exited() const { return exited_; }
   uint64_t recycled() const { return recycled_; }
@@ -62,6 +81,9 @@ class PreforkWorkers {
     // when SIGKILL follows if the child is still there.
     uint64_t killing_start_us = 0;
     Clock::time_point kill_by{};
+    // Activity seen last (accepted + requests) and when it last changed.
+    uint64_t activity = 0;
+    Clock::time_point active_at{};
   };
 
   bool Spawn(size_t index, int ready_fd);

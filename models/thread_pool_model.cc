@@ -21,6 +21,7 @@
 #include "daemon/logging.h"
 #include "models/blocking_connection.h"
 #include "models/connection_poller.h"
+#include "models/pool_scaler.h"
 #include "models/ready_queue.h"
 #include "models/stuck_request.h"
 
@@ -96,6 +97,8 @@ class ThreadPoolModel final : public Model {
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     limits_ = Limits(ctx.config);
+    scaler_ = std::make_unique<PoolScaler>(limits_, "threadpool",
+                                           ctx.generation, Clock::now());
     queue_ = std::make_unique<ReadyQueue>(
         static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0));
     poller_ = std::make_unique<ConnectionPoller>(ctx_, *queue_, draining_);
@@ -121,6 +124,7 @@ class ThreadPoolModel final : public Model {
       return;  // stopping: Drain() joins the threads
     JoinExited();
     ReportStuck();
+    if (state_ == DrainState::kServing) Scale(Clock::now());
     PublishGauges();
   }
 
@@ -230,6 +234,36 @@ class ThreadPoolModel final : public Model {
     }
   }
 
+  // Caller holds mu_. Grows while no thread is idle and connections wait in
+  // the ready queue; logs the threads that retired themselves since.
+  void Scale(Clock::time_point now) {
+    const int current = live_.load();
+    const int idle = queue_->idle_workers().load(std::memory_order_relaxed);
+    const int waiting = queue_->queued().load(std::memory_order_relaxed);
+    const int want =
+        scaler_->ToGrow(now, current, current - idle, WorkWaits(waiting));
+    int started = 0;
+    while (started < want && AddWorker()) ++started;
+    if (started > 0) {
+      scaler_->Changed(current, current + started, "busy",
+                       fmt::format("idle=0 queue={}", waiting));
+    }
+    if (const int gone = retired_.exchange(0); gone > 0) {
+      const int now_live = live_.load();
+      scaler_->Changed(
+          now_live + gone, now_live, "idle",
+          fmt::format("idle_ms>={}",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(
+                          limits_.idle_timeout)
+                          .count()));
+    }
+  }
+
+  // The growth signal: connections ready for a thread and none idle to take
+  // them. The ReadyQueue holds them today; the throughput issue may move
+  // ready work elsewhere, then this is what changes.
+  static bool WorkWaits(int queued) { return queued > 0; }
+
   void PublishGauges() {
     ctx_.stats->SetWorkerBounds(live_.load(), limits_.min, limits_.max);
   }
@@ -258,7 +292,21 @@ class ThreadPoolModel final : public Model {
     bc.env.response = &response;
     bc.sleeper = &w.sleeper;
     ParkWhenIdle policy(*queue_);
-    while (BlockingConnection* c = queue_->Pop()) {
+    // A pool that may shrink gives up a thread idle this long.
+    const auto idle_for =
+        limits_.max > limits_.min
+            ? std::chrono::duration_cast<std::chrono::microseconds>(
+                  limits_.idle_timeout)
+            : std::chrono::microseconds::max();
+    bool retired = false;  // Retire() counted it out of live_ already
+    for (;;) {
+      bool idle = false;
+      BlockingConnection* c = queue_->Pop(idle_for, &idle);
+      if (!c && idle) {
+        if ((retired = Retire())) break;
+        continue;
+      }
+      if (!c) break;  // closed: the model stops
       w.current_fd.store(c->fd);
       c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, policy);
@@ -275,9 +323,23 @@ class ThreadPoolModel final : public Model {
       queue_->Done(parked);
       if (parked || draining_.load()) poller_->Wake();
     }
+    if (!retired) live_.fetch_sub(1);
     stats.tid.store(0);
-    live_.fetch_sub(1);
     w.exited.store(true);
+  }
+
+  // An idle thread leaves if more than `threads` are left; Maintain() joins
+  // it and logs the change.
+  bool Retire() {
+    if (draining_.load()) return false;  // Drain() joins every thread
+    int n = live_.load();
+    while (n > limits_.min) {
+      if (live_.compare_exchange_weak(n, n - 1)) {
+        retired_.fetch_add(1);
+        return true;
+      }
+    }
+    return false;
   }
 
   ModelContext ctx_;
@@ -290,6 +352,8 @@ class ThreadPoolModel final : public Model {
   // One entry per thread there may be (max_threads); null: free.
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> live_{0};
+  std::atomic<int> retired_{0};  // since Maintain() last logged them
+  std::unique_ptr<PoolScaler> scaler_;
 };
 
 }  // namespace

@@ -96,6 +96,7 @@ class StatusHandler final : public Handler {
     out = fmt::format(
         "{{\"model\":\"{}\",\"generation\":{},\"pid\":{},\"uptime_s\":{:.3f},"
         "\"requests\":{},\"inflight\":{},\"busy\":{},\"queue\":{},"
+        "\"pool\":{{\"workers\":{},\"min\":{},\"max\":{}}},"
         "\"connections\":{{\"accepted\":{},\"open\":{},\"closed\":{},"
         "\"idle_timeout\":{},\"header_timeout\":{},\"send_timeout\":{},"
         "\"drain\":{},\"by_client\":{},\"by_server\":{},\"error\":{},"
@@ -108,7 +109,8 @@ class StatusHandler final : public Handler {
         "{:.3f}}},"
         "\"queue_wait_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f}}}",
         info_.model, info_.generation, getpid(), Uptime(), t.requests,
-        t.inflight, t.busy, t.queue_depth, t.accepted, t.open(), closed,
+        t.inflight, t.busy, t.queue_depth, t.workers, t.workers_min,
+        t.workers_max, t.accepted, t.open(), closed,
         t.closed[static_cast<int>(CloseReason::kIdleTimeout)],
         t.closed[static_cast<int>(CloseReason::kHeaderTimeout)],
         t.closed[static_cast<int>(CloseReason::kSendTimeout)],
@@ -147,15 +149,17 @@ class StatusHandler final : public Handler {
                   const std::vector<Worker>& workers, std::string& out) const {
     out = fmt::format(
         "model: {}\ngeneration: {}\npid: {}\nuptime_s: {:.3f}\nrequests: {}\n"
-        "inflight: {}\nbusy: {}\nqueue: {}\nconnections_open: {}\n"
+        "inflight: {}\nbusy: {}\nqueue: {}\nworkers: {}\nworkers_min: {}\n"
+        "workers_max: {}\nconnections_open: {}\n"
         "connections_accepted: {}\ns2xx: {}\ns4xx: {}\ns5xx: {}\nrejected: {}\n"
         "bad_input: {}\nrequest_timeouts: {}\nloop_stalls: {}\np50_ms: "
         "{:.3f}\np99_ms: {:.3f}\n",
         info_.model, info_.generation, getpid(), Uptime(), t.requests,
-        t.inflight, t.busy, t.queue_depth, t.open(), t.accepted,
-        t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
-        t.bad_input, t.request_timeouts, t.loop_stalls,
-        Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.99)));
+        t.inflight, t.busy, t.queue_depth, t.workers, t.workers_min,
+        t.workers_max, t.open(), t.accepted, t.status_class[2],
+        t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
+        t.request_timeouts, t.loop_stalls, Ms(t.service.Percentile(0.5)),
+        Ms(t.service.Percentile(0.99)));
     for (const Worker& w : workers) {
       out += fmt::format(
           "worker {}: pid={} tid={} state={} requests={} path={} "
@@ -210,6 +214,12 @@ class StatusHandler final : public Handler {
            t.workers);
     metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",
            t.queue_depth);
+    metric("workers", "gauge", "Workers (children, threads, loops) now.",
+           t.workers);
+    metric("workers_min", "gauge", "The fewest workers the pool keeps.",
+           t.workers_min);
+    metric("workers_max", "gauge", "The most workers the pool may grow to.",
+           t.workers_max);
     metric("generation", "gauge", "Config generation.", info_.generation);
     out +=
         "# TYPE gearbox_responses counter\n# HELP gearbox_responses Responses "
