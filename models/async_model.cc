@@ -46,9 +46,10 @@ class AsyncModel final : public Model {
     }
     // The listener events are armed in Init(), so by the time a thread runs its
     // loop the kernel queue is being served: READY may go out once they run.
+    // Before a loop serves: /status shows them from the first request on.
+    ctx.stats->SetWorkerBounds(loops, loops, loops);
     for (auto& loop : loops_) loop->StartThread();
     started_ = true;
-    ctx.stats->SetWorkerBounds(loops, loops, loops);
     LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,
             loops);
     return Status::Ok();

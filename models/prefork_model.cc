@@ -62,6 +62,9 @@ class PreforkModel final : public Model {
               LogQuote(guard_error));
     }
     workers_->set_guard(guard_.get());
+    // Before the first child serves: its /status shows them from the first
+    // request on.
+    ctx_.stats->SetWorkerBounds(limits.min, limits.min, limits.max);
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0)
       return Status::Error(std::string("pipe2: ") + strerror(errno));

@@ -106,6 +106,8 @@ class ThreadPoolModel final : public Model {
     std::lock_guard<std::mutex> lock(mu_);
     workers_.resize(static_cast<size_t>(limits_.max));
     state_ = DrainState::kServing;  // Drain() stops what starts from here
+    // Before the first thread serves: /status shows them from the start.
+    ctx_.stats->SetWorkerBounds(limits_.min, limits_.min, limits_.max);
     for (int i = 0; i < limits_.min; ++i) {
       if (!AddWorker()) return Status::Error("std::thread: cannot start");
     }

@@ -214,8 +214,6 @@ class StatusHandler final : public Handler {
            t.workers);
     metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",
            t.queue_depth);
-    metric("workers", "gauge", "Workers (children, threads, loops) now.",
-           t.workers);
     metric("workers_min", "gauge", "The fewest workers the pool keeps.",
            t.workers_min);
     metric("workers_max", "gauge", "The most workers the pool may grow to.",
