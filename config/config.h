@@ -2,6 +2,7 @@
 // these structs; TOML stays inside config/.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -34,18 +35,44 @@ struct ServerConfig {
   bool enable_crash_handler = false;
 };
 
+// How a pool of workers follows the load: `min` workers from the start, up
+// to `max` when every worker is busy and work waits, at most `spawn_rate`
+// new ones a second; one idle for `idle_timeout` retires (down to `min`).
+struct PoolLimits {
+  int min = 1;
+  int max = 1;
+  int spawn_rate = 32;
+  Duration idle_timeout = std::chrono::seconds(10);
+};
+
 struct ThreadPoolConfig {
-  int threads = 64;
+  int threads = 64;     // the minimum, and the start
+  int max_threads = 0;  // 0: = threads (the loader fills it in)
+  Duration idle_thread_timeout = std::chrono::seconds(10);
+  int max_spawn_rate = 32;  // threads started per second, at most
   int queue = 1024;
+  PoolLimits Limits() const {
+    return {threads, std::max(threads, max_threads), max_spawn_rate,
+            idle_thread_timeout};
+  }
 };
 
 struct PreforkConfig {
-  int workers = 4;
+  int workers = 4;      // the minimum, and the start
+  int max_workers = 0;  // 0: = workers (the loader fills it in)
+  Duration idle_worker_timeout = std::chrono::seconds(10);
+  int max_spawn_rate = 32;   // children forked per second, at most
   int64_t max_requests = 0;  // 0 = never recycle
+  PoolLimits Limits() const {
+    return {workers, std::max(workers, max_workers), max_spawn_rate,
+            idle_worker_timeout};
+  }
 };
 
 struct AsyncConfig {
   int loops = 1;
+  // A callback running longer than this logs event=loop_stalled; 0: off.
+  Duration stall_threshold = std::chrono::milliseconds(100);
 };
 
 struct LimitsConfig {
@@ -56,6 +83,10 @@ struct LimitsConfig {
   int64_t max_header_bytes = 16384;
   int64_t max_body_bytes = 1048576;
   int64_t max_connections = 10000;
+  // Handler start to response complete, for routes without their own
+  // `timeout`: a waiting handler is cut off with 504 (below nginx's
+  // proxy_read_timeout of 60s, so gearbox answers before nginx gives up).
+  Duration request_timeout = std::chrono::seconds(50);
 };
 
 struct LogConfig {
@@ -74,7 +105,12 @@ struct MetricsConfig {
 struct RouteConfig {
   std::string path;
   std::string handler;  // the name of a row of the handler table
-  RouteParams params;   // every key of the handler's schema, defaults filled in
+  // The route's deadline, handler start to response complete; unset:
+  // [limits] request_timeout. A route-level key, not a handler parameter:
+  // every handler has it (a backend handler may also bound its own waits by
+  // it).
+  std::optional<Duration> timeout;
+  RouteParams params;  // every key of the handler's schema, defaults filled in
   SourcePosition where;  // of the [[route]] table, for errors found later
 };
 
@@ -94,6 +130,12 @@ struct Config {
 };
 
 // The subset of Config a model needs, by value so a generation owns its copy.
+// The deadline of a request on `route` under `limits`.
+inline Duration RouteTimeout(const RouteConfig& route,
+                             const LimitsConfig& limits) {
+  return route.timeout.value_or(limits.request_timeout);
+}
+
 struct ModelConfig {
   ServerConfig server;
   ThreadPoolConfig threadpool;

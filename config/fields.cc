@@ -262,7 +262,8 @@ std::vector<Field> LimitsFields(LimitsConfig* l) {
           {"send_timeout", Dur(&l->send_timeout, min, kYear)},
           {"max_header_bytes", Int(&l->max_header_bytes, 1024, 1048576)},
           {"max_body_bytes", Int(&l->max_body_bytes, 0, int64_t{1} << 34)},
-          {"max_connections", Int(&l->max_connections, 1, 1000000)}};
+          {"max_connections", Int(&l->max_connections, 1, 1000000)},
+          {"request_timeout", Dur(&l->request_timeout, min, kYear)}};
 }
 
 std::vector<Field> LogFields(LogConfig* log) {
@@ -286,22 +287,55 @@ namespace {
 struct ModelSection {
   std::string_view model;
   std::vector<Field> (*fields)(Config* config);
+  // Defaults that follow other keys, and checks across keys (null: none).
+  std::optional<SectionComplaint> (*settle)(Config* config) = nullptr;
 };
+
+// A pool's ceiling defaults to its minimum (a static pool, as before) and
+// may not be below it.
+std::optional<SectionComplaint> SettleMax(std::string_view min_key, int min,
+                                          std::string_view max_key, int* max) {
+  if (*max == 0) *max = min;
+  if (*max >= min) return std::nullopt;
+  return SectionComplaint{max_key, std::to_string(*max) + " is less than " +
+                                       std::string(min_key) + " (" +
+                                       std::to_string(min) + ")"};
+}
 
 constexpr ModelSection kModelSections[] = {
     {"prefork",
      [](Config* c) -> std::vector<Field> {
-       return {{"workers", Int(&c->prefork.workers, 1, 1024)},
-               {"max_requests", Int(&c->prefork.max_requests, 0, kNoMax)}};
+       PreforkConfig* p = &c->prefork;
+       return {{"workers", Int(&p->workers, 1, 1024)},
+               {"max_workers", Int(&p->max_workers, 1, 1024)},
+               {"idle_worker_timeout",
+                Dur(&p->idle_worker_timeout, Duration(1), kYear)},
+               {"max_spawn_rate", Int(&p->max_spawn_rate, 1, 1024)},
+               {"max_requests", Int(&p->max_requests, 0, kNoMax)}};
+     },
+     [](Config* c) {
+       return SettleMax("workers", c->prefork.workers, "max_workers",
+                        &c->prefork.max_workers);
      }},
     {"threadpool",
      [](Config* c) -> std::vector<Field> {
-       return {{"threads", Int(&c->threadpool.threads, 1, 4096)},
-               {"queue", Int(&c->threadpool.queue, 1, 1000000)}};
+       ThreadPoolConfig* t = &c->threadpool;
+       return {{"threads", Int(&t->threads, 1, 4096)},
+               {"max_threads", Int(&t->max_threads, 1, 4096)},
+               {"idle_thread_timeout",
+                Dur(&t->idle_thread_timeout, Duration(1), kYear)},
+               {"max_spawn_rate", Int(&t->max_spawn_rate, 1, 4096)},
+               {"queue", Int(&t->queue, 1, 1000000)}};
+     },
+     [](Config* c) {
+       return SettleMax("threads", c->threadpool.threads, "max_threads",
+                        &c->threadpool.max_threads);
      }},
     {"async",
      [](Config* c) -> std::vector<Field> {
-       return {{"loops", Int(&c->async.loops, 1, 256)}};
+       return {{"loops", Int(&c->async.loops, 1, 256)},
+               {"stall_threshold",
+                Dur(&c->async.stall_threshold, Duration(0), kYear)}};
      }},
 };
 
@@ -317,6 +351,14 @@ std::vector<Field> ModelSectionFields(std::string_view model, Config* config) {
     if (section.model == model) return section.fields(config);
   }
   return {};
+}
+
+std::optional<SectionComplaint> SettleModelSection(std::string_view model,
+                                                   Config* config) {
+  for (const ModelSection& section : kModelSections) {
+    if (section.model == model && section.settle) return section.settle(config);
+  }
+  return std::nullopt;
 }
 
 Reader Param(const ParamSpec& spec, RouteParams* params) {
@@ -346,7 +388,8 @@ Reader Param(const ParamSpec& spec, RouteParams* params) {
 std::vector<Field> RouteKeyFields(RouteConfig* route) {
   return {{"path", RoutePath(&route->path)},
           {"handler",
-           [](const toml::node&) { return std::optional<std::string>(); }}};
+           [](const toml::node&) { return std::optional<std::string>(); }},
+          {"timeout", Dur(&route->timeout, Duration(1), kYear)}};
 }
 
 std::vector<Field> RouteFields(RouteConfig* route,

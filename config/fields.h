@@ -92,6 +92,18 @@ std::vector<Field> MetricsFields(MetricsConfig* metrics);
 // part for (models_list_test fails then: see ModelSectionNames()).
 std::vector<Field> ModelSectionFields(std::string_view model, Config* config);
 
+// A key of a section whose value does not fit the others, and why.
+struct SectionComplaint {
+  std::string_view key;
+  std::string message;
+};
+// Fills the defaults of a model's section that follow its other keys
+// (max_threads = threads) and checks them; the complaint names the key.
+// Called once a section is read, and for every section at the end (for the
+// ones a file left out).
+std::optional<SectionComplaint> SettleModelSection(std::string_view model,
+                                                   Config* config);
+
 // One value checked against spec, stored in params with its position.
 Reader Param(const ParamSpec& spec, RouteParams* params);
 

@@ -49,6 +49,7 @@ void FormatRoute(const RouteConfig& r, const HandlerSchema* schema,
   out << "[[route]]\n"
       << "path = " << QuoteToml(r.path) << "\n"
       << "handler = " << QuoteToml(r.handler) << "\n";
+  if (r.timeout) out << "timeout = " << Dur(*r.timeout) << "\n";
   for (const RouteParam& param : r.params.entries()) {
     const ParamSpec* spec = schema ? schema->Find(param.key) : nullptr;
     if (spec) out << "# " << DescribeParam(*schema, *spec) << "\n";
@@ -137,14 +138,23 @@ std::string FormatConfig(const Config& c,
     }
   }
 
+  const ThreadPoolConfig& t = c.threadpool;
   out << "\n[threadpool]\n"
-      << "threads = " << c.threadpool.threads << "\n"
-      << "queue = " << c.threadpool.queue << "\n"
-      << "\n[prefork]\n"
-      << "workers = " << c.prefork.workers << "\n"
-      << "max_requests = " << c.prefork.max_requests << "\n"
+      << "threads = " << t.threads << "\n"
+      << "max_threads = " << t.Limits().max << "\n"
+      << "idle_thread_timeout = " << Dur(t.idle_thread_timeout) << "\n"
+      << "max_spawn_rate = " << t.max_spawn_rate << "\n"
+      << "queue = " << t.queue << "\n";
+  const PreforkConfig& p = c.prefork;
+  out << "\n[prefork]\n"
+      << "workers = " << p.workers << "\n"
+      << "max_workers = " << p.Limits().max << "\n"
+      << "idle_worker_timeout = " << Dur(p.idle_worker_timeout) << "\n"
+      << "max_spawn_rate = " << p.max_spawn_rate << "\n"
+      << "max_requests = " << p.max_requests << "\n"
       << "\n[async]\n"
-      << "loops = " << c.async.loops << "\n";
+      << "loops = " << c.async.loops << "\n"
+      << "stall_threshold = " << Dur(c.async.stall_threshold) << "\n";
 
   const LimitsConfig& l = c.limits;
   out << "\n[limits]\n"
@@ -154,7 +164,8 @@ std::string FormatConfig(const Config& c,
       << "send_timeout = " << Dur(l.send_timeout) << "\n"
       << "max_header_bytes = " << l.max_header_bytes << "\n"
       << "max_body_bytes = " << l.max_body_bytes << "\n"
-      << "max_connections = " << l.max_connections << "\n";
+      << "max_connections = " << l.max_connections << "\n"
+      << "request_timeout = " << Dur(l.request_timeout) << "\n";
 
   out << "\n[log]\n"
       << "level = " << QuoteToml(c.log.level) << "\n"

@@ -156,7 +156,14 @@ class Loader {
                   label + ": expected a table, got " + Describe(node));
     }
     if (name == "server") model_set_ = table->contains("model");
-    return ReadTable(label, *table, SectionFields(name));
+    if (!ReadTable(label, *table, SectionFields(name))) return false;
+    if (auto complaint = config_internal::SettleModelSection(name, &config_)) {
+      const toml::node* at = table->get(complaint->key);
+      return Fail(at ? at->source().begin : table->source().begin,
+                  label + " " + std::string(complaint->key) + ": " +
+                      complaint->message);
+    }
+    return true;
   }
 
   // The keys of a plain [table]: a fixed section or a model's.
@@ -320,6 +327,10 @@ class Loader {
   // Defaults that depend on the whole file; checks of defaults the file left
   // alone.
   void Validate() {
+    for (std::string_view model : ModelSectionNames()) {
+      // Sections the file left out: their defaults always fit.
+      config_internal::SettleModelSection(model, &config_);
+    }
     if (!fallback_ && (!listen_set_ || !routes_set_)) {
       // Listeners and routes left out come from the embedded default (only
       // those: its routes need not suit the vocabulary of a file with its own).

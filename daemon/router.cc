@@ -5,25 +5,26 @@ namespace gearbox {
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
     : info_(info) {
   for (const RouteConfig& route : routes) {
-    routes_.emplace(route.path, MakeHandler(route, info_));
+    routes_.emplace(route.path, Route{MakeHandler(route, info_),
+                                      route.timeout.value_or(Duration(0))});
   }
   RouteConfig not_found = DefaultRoute("", "text");
   not_found.params.Set("status", int64_t{404});
   not_found.params.Set("body", std::string("not found\n"));
-  not_found_ = MakeHandler(not_found, info_);
+  not_found_.handler = MakeHandler(not_found, info_);
   // "OPTIONS *" (the only request the codecs let through with target "*")
   // asks about the server, not a resource (RFC 9110 9.3.7): 200, no content.
   RouteConfig server_options = DefaultRoute("", "text");
   server_options.params.Set("status", int64_t{200});
   server_options.params.Set("body", std::string());
-  server_options_ = MakeHandler(server_options, info_);
+  server_options_.handler = MakeHandler(server_options, info_);
 }
 
-Handler* Router::Find(std::string_view path) const {
+const Route& Router::Match(std::string_view path) const {
   // Route paths start with '/' (the loader checks), so "*" is never a route.
-  if (path == "*") return server_options_.get();
+  if (path == "*") return server_options_;
   auto it = routes_.find(path);
-  return it == routes_.end() ? not_found_.get() : it->second.get();
+  return it == routes_.end() ? not_found_ : it->second;
 }
 
 }  // namespace gearbox

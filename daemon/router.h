@@ -13,17 +13,29 @@
 
 namespace gearbox {
 
+// What a path resolves to.
+struct Route {
+  std::unique_ptr<Handler> handler;
+  // The route's own deadline; zero: [limits] request_timeout.
+  Duration timeout{0};
+};
+
 class Router {
  public:
   Router(const std::vector<RouteConfig>& routes, const ServerInfo& info);
 
-  // The handler for `path`, or the built-in 404 handler; for "*" (OPTIONS *)
-  // an empty 200. Never null.
-  Handler* Find(std::string_view path) const;
+  // The route for `path`, or the built-in 404 route; for "*" (OPTIONS *) an
+  // empty 200. Its handler is never null.
+  const Route& Match(std::string_view path) const;
+  // The handler Match() names. Never null.
+  Handler* Find(std::string_view path) const {
+    return Match(path).handler.get();
+  }
   // Serves `path` with `handler` (replacing any), for handlers that do not
   // come from the handler table (tests; loadable modules).
-  void Add(std::string path, std::unique_ptr<Handler> handler) {
-    routes_[std::move(path)] = std::move(handler);
+  void Add(std::string path, std::unique_ptr<Handler> handler,
+           Duration timeout = Duration(0)) {
+    routes_[std::move(path)] = Route{std::move(handler), timeout};
   }
   const ServerInfo& info() const { return info_; }
 
@@ -35,11 +47,9 @@ class Router {
     }
   };
   ServerInfo info_;
-  std::unordered_map<std::string, std::unique_ptr<Handler>, Hash,
-                     std::equal_to<>>
-      routes_;
-  std::unique_ptr<Handler> not_found_;
-  std::unique_ptr<Handler> server_options_;
+  std::unordered_map<std::string, Route, Hash, std::equal_to<>> routes_;
+  Route not_found_;
+  Route server_options_;
 };
 
 }  // namespace gearbox

@@ -25,6 +25,8 @@ struct AsyncShared {
   const Router* router = nullptr;
   const RequestLog* request_log = nullptr;
   LimitsConfig limits;
+  // A callback longer than this is logged and counted; zero: not timed.
+  std::chrono::microseconds stall_threshold{0};
   std::atomic<int64_t> open{
       0};  // connections across all loops (max_connections)
   int loops = 1;
@@ -56,6 +58,10 @@ class AsyncLoop {
   void OnAccept(size_t listener_index);
   void SetAccepting(bool on);
   void OnTick();
+  // Runs one libevent callback; with stall detection on, times it.
+  template <typename Fn>
+  void Timed(Fn&& callback);
+  void OnStall(std::chrono::nanoseconds took);
 
   // libevent's side of a connection; the machine decides, these wait.
   void OnReadable(AsyncConnection* c);
@@ -96,6 +102,7 @@ class AsyncLoop {
 
   // Per-loop scratch, reused by every connection: no per-request allocation.
   std::string read_buffer_;
+  std::string started_path_;  // of the last request a callback started
   Request request_;
   Response response_;
   ConnectionEnv env_;

@@ -34,6 +34,7 @@ class AsyncModel final : public Model {
     shared_.router = ctx.router.get();
     shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
+    shared_.stall_threshold = ctx.config.async.stall_threshold;
     const int loops = Loops(ctx.config);
     shared_.loops = loops;
     for (int i = 0; i < loops; ++i) {
@@ -45,6 +46,8 @@ class AsyncModel final : public Model {
     }
     // The listener events are armed in Init(), so by the time a thread runs its
     // loop the kernel queue is being served: READY may go out once they run.
+    // Before a loop serves: /status shows them from the first request on.
+    ctx.stats->SetWorkerBounds(loops, loops, loops);
     for (auto& loop : loops_) loop->StartThread();
     started_ = true;
     LogInfo("model_started", "model=async gen={} loops={}", ctx.generation,

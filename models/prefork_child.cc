@@ -1,6 +1,7 @@
 #include "models/prefork_child.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,11 +17,15 @@
 #include "models/forked_process.h"
 #include "models/prefork_model.h"
 #include "models/prefork_policy.h"
+#include "models/request_kill.h"
 
 namespace gearbox {
 namespace {
 
 std::atomic<bool> g_draining{false};
+// The master retires this (idle) child: stop, as draining would, but exit as
+// soon as no connection is in hand, without waiting for the guard.
+std::atomic<bool> g_retire{false};
 
 // How long a request head may take to arrive before the child parks the
 // connection with the master's head guard. Clients (nginx too) send the head
@@ -33,6 +38,10 @@ std::atomic<bool> g_draining{false};
 constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 void OnTerm(int) { g_draining.store(true); }
+void OnRetire(int) {
+  g_retire.store(true);
+  g_draining.store(true);  // a connection taken meanwhile closes after it
+}
 
 Clock::time_point FromNs(int64_t ns) {
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
@@ -86,10 +95,15 @@ void ChildLoop::SetUp() {
     if (fd >= 0) keep.insert(fd);
   CloseInheritedFds(keep);
   SetUpForkedSignals(&OnTerm);
+  struct sigaction retire = {};
+  retire.sa_handler = &OnRetire;
+  sigemptyset(&retire.sa_mask);
+  sigaction(SIGUSR1, &retire, nullptr);          // no SA_RESTART: poll() wakes
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
 
   stats_.pid.store(getpid());
   stats_.busy.store(0);
+  InstallRequestKill(&stats_);
   bc_.env.cycle = {ctx_.router.get(), &stats_, ctx_.request_log.get(),
                    args_.slot};
   bc_.env.limits = &ctx_.config.limits;
@@ -144,10 +158,12 @@ bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
 
 void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
   stats_.open_conns.store(1);
+  SetKillTarget(&c, (*ctx_.listeners)[listener].protocol);
   if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
       !Park(c, listener)) {
     ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
   }
+  SetKillTarget(nullptr, Protocol::kHttp);
   stats_.open_conns.store(0);
   // Not while draining: the child must stay for the heads the guard still
   // hands back (it exits when the guard closes the unpark channel).
@@ -225,6 +241,7 @@ void ChildLoop::Run() {
   std::vector<pollfd> pfds;
   bool accepting = true;
   for (;;) {
+    if (g_retire.load()) _exit(kChildRetired);
     if (accepting && g_draining.load()) {
       accepting = false;
       StopParking();

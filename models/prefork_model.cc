@@ -1,9 +1,7 @@
 // The master forks `workers` children (and the head guard process, for slow
 // request heads) after the listening sockets exist and does no request work
-// itself: it reaps, respawns and stops them. A child
-// that dies is replaced at once; a crash storm (many deaths in a short window)
-// slows respawning down with exponential backoff instead of spinning, and says
-// so loudly.
+// itself: it reaps, respawns and stops them (the children's table is
+// prefork_workers.h: crash-storm backoff, stuck requests cut off).
 #include "models/prefork_model.h"
 
 #include <fcntl.h>
@@ -14,48 +12,19 @@
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <mutex>
-#include <random>
 #include <thread>
-#include <vector>
 
 #include "daemon/logging.h"
+#include "daemon/metrics/accept_queue.h"
 #include "models/head_guard.h"
-#include "models/prefork_child.h"
+#include "models/pool_scaler.h"
+#include "models/prefork_workers.h"
 
 namespace gearbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr int kStormDeaths = 10;  // this many unexpected deaths ...
-constexpr auto kStormWindow =
-    std::chrono::seconds(10);  // ... within this window
-constexpr auto kMaxBackoff = std::chrono::seconds(30);
-
-struct Child {
-  pid_t pid = 0;  // 0 = not running
-  Clock::time_point respawn_at{};
-};
-
-std::string DescribeStatus(int status) {
-  if (WIFEXITED(status)) {
-    switch (WEXITSTATUS(status)) {
-      case kChildDrained:
-        return "exit=drained";
-      case kChildRecycled:
-        return "exit=recycled";
-      case kChildSetupFailed:
-        return "exit=setup_failed";
-      default:
-        return "exit=" + std::to_string(WEXITSTATUS(status));
-    }
-  }
-  if (WIFSIGNALED(status))
-    return std::string("signal=") + strsignal(WTERMSIG(status));
-  return "status=" + std::to_string(status);
-}
 
 class PreforkModel final : public Model {
  public:
@@ -63,16 +32,20 @@ class PreforkModel final : public Model {
     if (started_) Drain(Clock::now());
   }
 
-  // One slot per child, then the head guard's.
+  // One slot per child there may be (max_workers), then the head guard's.
   size_t SlotsNeeded(const ModelConfig& config) const override {
-    return static_cast<size_t>(Workers(config)) + 1;
+    return static_cast<size_t>(Limits(config).max) + 1;
   }
 
-  int TotalWorkers() const override { return Workers(ctx_.config); }
+  int TotalWorkers() const override { return current_.load(); }
 
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
-    children_.resize(static_cast<size_t>(Workers(ctx.config)));
+    const PoolLimits limits = Limits(ctx.config);
+    workers_ =
+        std::make_unique<PreforkWorkers>(ctx_, static_cast<size_t>(limits.max));
+    scaler_ = std::make_unique<PoolScaler>(limits, "prefork", ctx.generation,
+                                           Clock::now());
     // From here on Drain() (and the destructor) stops whatever was started,
     // even if Start() fails half way.
     started_ = true;
@@ -88,12 +61,16 @@ class PreforkModel final : public Model {
       LogWarn("head_guard_off", "model=prefork gen={} error={}", ctx.generation,
               LogQuote(guard_error));
     }
+    workers_->set_guard(guard_.get());
+    // Before the first child serves: its /status shows them from the first
+    // request on.
+    ctx_.stats->SetWorkerBounds(limits.min, limits.min, limits.max);
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0)
       return Status::Error(std::string("pipe2: ") + strerror(errno));
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < children_.size(); ++i) {
-      if (!Spawn(i, ready[1])) {
+    for (size_t i = 0; i < static_cast<size_t>(limits.min); ++i) {
+      if (!workers_->Start(i, ready[1])) {
         close(ready[0]);
         close(ready[1]);
         return Status::Error(std::string("fork: ") + strerror(errno));
@@ -108,34 +85,34 @@ class PreforkModel final : public Model {
     bool ok = n == 1 && read(ready[0], &byte, 1) == 1;
     close(ready[0]);
     if (!ok) return Status::Error("prefork: no child became ready within 10 s");
+    PublishGauges();
     LogInfo("model_started",
-            "model=prefork gen={} workers={} max_requests={} head_guard={}",
-            ctx.generation, children_.size(), ctx.config.prefork.max_requests,
-            guard_ ? "on" : "off");
+            "model=prefork gen={} workers={} max_workers={} max_requests={} "
+            "head_guard={}",
+            ctx.generation, workers_->wanted(), limits.max,
+            ctx.config.prefork.max_requests, guard_ ? "on" : "off");
     return Status::Ok();
   }
 
   void Maintain() override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (draining_) return;  // Drain() reaps its own children
+    if (!workers_) return;
     const auto now = Clock::now();
-    for (size_t i = 0; i < children_.size(); ++i) {
-      Child& c = children_[i];
-      if (c.pid > 0) {
-        int status = 0;
-        pid_t r = waitpid(c.pid, &status, WNOHANG);
-        if (r != c.pid) continue;
-        OnChildExit(i, status, now);
-      }
-      if (c.pid == 0 && now >= c.respawn_at) Spawn(i, -1);
-    }
+    // Even while draining: a stuck request must not hold the drain to its
+    // deadline.
+    workers_->KillStuck(now);
+    if (draining_) return;  // Drain() reaps its own children
+    workers_->ReapAndRespawn(now);
+    workers_->TrackActivity(now);
+    Scale(now);
+    PublishGauges();
     if (!guard_) return;
     int status = 0;
     if (guard_pid_ > 0 && waitpid(guard_pid_, &status, WNOHANG) == guard_pid_) {
       // The heads it held are lost (their clients see a close); the channels
       // live in the master, so a new guard takes over the queued ones.
       LogWarn("head_guard_died", "model=prefork gen={} pid={} {} held={}",
-              ctx_.generation, guard_pid_, DescribeStatus(status),
+              ctx_.generation, guard_pid_, DescribeChildStatus(status),
               GuardStats().open_conns.load());
       OnGuardGone();
     }
@@ -154,8 +131,7 @@ class PreforkModel final : public Model {
     started_ = false;
     if (Clock::now() >= deadline) {
       if (guard_pid_ > 0) kill(guard_pid_, SIGKILL);
-      for (Child& c : children_)
-        if (c.pid > 0) kill(c.pid, SIGKILL);
+      workers_->SignalAll(SIGKILL);
     }
     for (;;) {
       // The guard exits once the children have stopped parking and it has
@@ -168,17 +144,7 @@ class PreforkModel final : public Model {
           alive = true;
         }
       }
-      for (Child& c : children_) {
-        if (c.pid <= 0) continue;
-        int status;
-        if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-          LogDebug("child_exited", "model=prefork pid={} {}", c.pid,
-                   DescribeStatus(status));
-          c.pid = 0;
-        } else {
-          alive = true;
-        }
-      }
+      if (workers_->ReapForDrain()) alive = true;
       if (!alive) break;
       if (Clock::now() >= deadline) {
         if (guard_pid_ > 0) {
@@ -188,14 +154,7 @@ class PreforkModel final : public Model {
           waitpid(guard_pid_, nullptr, 0);
           OnGuardGone();
         }
-        for (Child& c : children_) {
-          if (c.pid <= 0) continue;
-          LogWarn("child_killed",
-                  "model=prefork pid={} reason=graceful_timeout", c.pid);
-          kill(c.pid, SIGKILL);
-          waitpid(c.pid, nullptr, 0);
-          c.pid = 0;
-        }
+        workers_->KillAll("graceful_timeout");
         break;
       }
       lock.unlock();
@@ -204,12 +163,13 @@ class PreforkModel final : public Model {
     }
     LogInfo("model_drained",
             "model=prefork gen={} spawned={} exited={} recycled={}",
-            ctx_.generation, spawned_, exited_, recycled_);
+            ctx_.generation, workers_->spawned(), workers_->exited(),
+            workers_->recycled());
   }
 
  private:
-  static int Workers(const ModelConfig& c) {
-    return c.foreground ? 1 : c.prefork.workers;
+  static PoolLimits Limits(const ModelConfig& c) {
+    return c.foreground ? PoolLimits{1, 1, 1, {}} : c.prefork.Limits();
   }
 
   // Caller holds mu_. SIGTERM makes a child stop accepting before it handles
@@ -218,8 +178,7 @@ class PreforkModel final : public Model {
   void StopAcceptingLocked() {
     if (draining_) return;
     draining_ = true;
-    for (Child& c : children_)
-      if (c.pid > 0) kill(c.pid, SIGTERM);
+    if (workers_) workers_->SignalAll(SIGTERM);
     if (guard_) {
       // Heads parked while no guard runs (it died and its successor is not
       // due yet) wait in the park channel; once the master drops its copy,
@@ -232,7 +191,58 @@ class PreforkModel final : public Model {
     }
   }
 
-  WorkerStats& GuardStats() { return ctx_.stats->Slot(children_.size()); }
+  // Caller holds mu_. Grows while every child holds a connection and
+  // clients wait in the kernel's accept queue; retires children idle for
+  // idle_worker_timeout. No growth during a crash storm's backoff: more
+  // children would only crash more.
+  void Scale(Clock::time_point now) {
+    const PoolLimits& limits = scaler_->limits();
+    const int current = workers_->wanted();
+    const int busy = workers_->busy();
+    const int64_t waiting = AcceptQueued();
+    int n = workers_->storming()
+                ? 0
+                : scaler_->ToGrow(now, current, busy, WorkWaits(waiting));
+    if (n > 0 && (n = workers_->Grow(n)) > 0) {
+      scaler_->Changed(current, current + n, "busy",
+                       fmt::format("busy={} accept_queue={}", busy, waiting));
+    }
+    Clock::duration idle{};
+    const int retired =
+        workers_->RetireIdle(now, limits.min, limits.idle_timeout, &idle);
+    if (retired > 0) {
+      const int before = workers_->wanted() + retired;
+      scaler_->Changed(
+          before, before - retired, "idle",
+          fmt::format(
+              "idle_ms={}",
+              std::chrono::duration_cast<std::chrono::milliseconds>(idle)
+                  .count()));
+    }
+  }
+
+  // The growth signal: clients the kernel holds for a child (the throughput
+  // issue may point it elsewhere).
+  static bool WorkWaits(int64_t accept_queued) { return accept_queued > 0; }
+
+  // Connections completed by the kernel and not yet accepted, on every
+  // listener (TCP_INFO / sock_diag: one syscall each).
+  int64_t AcceptQueued() {
+    int64_t total = 0;
+    for (const Listener& l : *ctx_.listeners) {
+      const int64_t n = probe_.Length(l.fd);
+      if (n > 0) total += n;
+    }
+    return total;
+  }
+
+  void PublishGauges() {
+    const PoolLimits& limits = scaler_->limits();
+    current_.store(workers_->wanted());
+    ctx_.stats->SetWorkerBounds(current_.load(), limits.min, limits.max);
+  }
+
+  WorkerStats& GuardStats() { return ctx_.stats->Slot(workers_->slots()); }
 
   // The guard process is gone (reaped): the connections it held were closed
   // by the kernel with it; count them (they were counted accepted by a child).
@@ -262,95 +272,17 @@ class PreforkModel final : public Model {
     return true;
   }
 
-  // Caller holds mu_.
-  bool Spawn(size_t index, int ready_fd) {
-    int64_t max_requests = ctx_.config.prefork.max_requests;
-    if (max_requests > 0) {
-      // Up to +10% jitter so children started together do not recycle together.
-      std::uniform_int_distribution<int64_t> jitter(0, max_requests / 10);
-      max_requests += jitter(rng_);
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-      LogError("fork_failed", "model=prefork error={}",
-               LogQuote(strerror(errno)));
-      children_[index].respawn_at = Clock::now() + std::chrono::seconds(1);
-      return false;
-    }
-    if (pid == 0) {
-      PreforkChildArgs args;
-      args.context = &ctx_;
-      args.slot = static_cast<int>(index);
-      args.max_requests = max_requests;
-      args.ready_fd = ready_fd;
-      args.workers = static_cast<int>(children_.size());
-      if (guard_) {
-        args.park_fd = guard_->park_fd();
-        args.unpark_fd = guard_->unpark_fd();
-        args.handoff_capacity = guard_->capacity();
-      }
-      RunPreforkChild(args);
-    }
-    children_[index].pid = pid;
-    ++spawned_;
-    LogDebug("child_spawned", "model=prefork gen={} pid={} slot={}",
-             ctx_.generation, pid, index);
-    return true;
-  }
-
-  // Caller holds mu_.
-  void OnChildExit(size_t index, int status, Clock::time_point now) {
-    Child& c = children_[index];
-    ++exited_;
-    const bool recycled =
-        WIFEXITED(status) && WEXITSTATUS(status) == kChildRecycled;
-    if (recycled) {
-      ++recycled_;
-      LogInfo("child_recycled", "model=prefork gen={} pid={}", ctx_.generation,
-              c.pid);
-      c.pid = 0;
-      c.respawn_at = now;
-      return;
-    }
-    // An unexpected death: its in-flight request (if any) is lost; replace it.
-    LogWarn("child_died", "model=prefork gen={} pid={} {}", ctx_.generation,
-            c.pid, DescribeStatus(status));
-    ctx_.stats->Slot(index).busy.store(0);
-    ctx_.stats->Slot(index).open_conns.store(0);
-    ctx_.stats->Slot(index).pid.store(0);  // not a free sibling while dead
-    c.pid = 0;
-    deaths_.push_back(now);
-    while (!deaths_.empty() && now - deaths_.front() > kStormWindow)
-      deaths_.pop_front();
-    if (static_cast<int>(deaths_.size()) >= kStormDeaths) {
-      backoff_ = backoff_ == Clock::duration::zero()
-                     ? std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::seconds(1))
-                     : std::min<Clock::duration>(backoff_ * 2, kMaxBackoff);
-      LogError("crash_storm",
-               "model=prefork gen={} deaths={} window_s={} respawn_delay_ms={}",
-               ctx_.generation, deaths_.size(), kStormWindow.count(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(backoff_)
-                   .count());
-      c.respawn_at = now + backoff_;
-    } else {
-      backoff_ = Clock::duration::zero();
-      c.respawn_at = now;
-    }
-  }
-
   ModelContext ctx_;
   std::mutex mu_;
-  std::vector<Child> children_;
+  std::unique_ptr<PreforkWorkers> workers_;
+  std::unique_ptr<PoolScaler> scaler_;
+  AcceptQueueProbe probe_;
+  std::atomic<int> current_{0};       // wanted children, for TotalWorkers()
   std::unique_ptr<HeadGuard> guard_;  // null when it could not be set up
   pid_t guard_pid_ = 0;               // 0 = not running
   Clock::time_point guard_respawn_at_{};
-  std::deque<Clock::time_point> deaths_;
-  Clock::duration backoff_{};
   bool started_ = false;
   bool draining_ = false;
-  uint64_t spawned_ = 0, exited_ = 0, recycled_ = 0;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 }  // namespace

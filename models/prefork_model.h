@@ -19,6 +19,12 @@ enum PreforkExit : int {
   kChildRecycled = 3,  // served max_requests; replaced at once, no backoff
   kChildSetupFailed =
       4,  // could not start serving; counts toward the crash guard
+  // The master cut off a request stuck past its deadline (request_kill.h);
+  // replaced at once, not a crash.
+  kChildRequestKilled = 5,
+  // Idle past idle_worker_timeout above `workers`: the master asked it to go
+  // (SIGUSR1); not replaced.
+  kChildRetired = 6,
 };
 
 }  // namespace gearbox

@@ -31,11 +31,23 @@ void ReadyQueue::Requeue(BlockingConnection* c) {
 }
 
 BlockingConnection* ReadyQueue::Pop() {
+  bool idle = false;
+  return Pop(std::chrono::microseconds::max(), &idle);
+}
+
+BlockingConnection* ReadyQueue::Pop(std::chrono::microseconds idle_for,
+                                    bool* idle) {
   std::unique_lock<std::mutex> lock(mu_);
   idle_workers_.fetch_add(1, std::memory_order_relaxed);
-  ready_cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+  auto ready = [this] { return closed_ || !queue_.empty(); };
+  if (idle_for == std::chrono::microseconds::max()) {
+    ready_cv_.wait(lock, ready);
+    *idle = false;
+  } else {
+    *idle = !ready_cv_.wait_for(lock, idle_for, ready);
+  }
   idle_workers_.fetch_sub(1, std::memory_order_relaxed);
-  if (queue_.empty()) return nullptr;  // closed and nothing left
+  if (queue_.empty()) return nullptr;  // closed and nothing left, or idle
   BlockingConnection* c = queue_.front();
   queue_.pop_front();
   UpdateGauge();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -31,6 +32,9 @@ class ReadyQueue {
   void Requeue(BlockingConnection* c);
   // Blocks until a connection is ready; null once closed and empty.
   BlockingConnection* Pop();
+  // The same, but gives up after `idle_for` without work: null with *idle
+  // set (a thread may then retire).
+  BlockingConnection* Pop(std::chrono::microseconds idle_for, bool* idle);
   // The worker is done with what Pop() gave it: `parked` goes back to the
   // poller (TakeReturned), anything else was closed or requeued.
   void Done(BlockingConnection* parked);

@@ -29,6 +29,9 @@ struct Connection::Pending {
   RequestTiming timing;
   bool announce_close = false;
   Step step;  // what it waits for now
+  // Handler start + the route's timeout: the exchange is destroyed then and
+  // the client gets 504, whatever it waits for.
+  Clock::time_point request_deadline{};
 };
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
@@ -177,8 +180,8 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   const bool announce_close =
       policy_ && codec_->AnnouncesClose() && policy_->CloseAfterResponse();
   RequestTiming timing;
-  std::unique_ptr<Exchange> exchange =
-      BeginRequest(env_->cycle, request, ready_us_, timing);
+  std::unique_ptr<Exchange> exchange = BeginRequest(
+      env_->cycle, request, ready_us_, env_->limits->request_timeout, timing);
   ready_us_ = 0;  // later requests on this connection did not queue
   fresh_ = false;
   response.Reset();
@@ -211,6 +214,7 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
   p->request.is_head = request.is_head;
   p->timing = timing;
   p->timing.waited = true;
+  p->request_deadline = now + timing.timeout;
   const RequestLog* log = env_->cycle.log;
   if (log && log->enabled()) {
     p->method_path.assign(request.method);
@@ -228,7 +232,22 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
 void Connection::Wait(const Step& step, Clock::time_point now) {
   pending_->step = step;
   ++wait_seq_;
-  SetDeadline(now + step.timeout);
+  SetDeadline(std::min(now + step.timeout, pending_->request_deadline));
+}
+
+// The request deadline passed while the handler waits: destroying the
+// exchange cancels its waits (the driver removed its fd events first), and
+// the client gets 504 on a connection that stays usable.
+void Connection::TimeOutExchange(Clock::time_point now) {
+  std::unique_ptr<Pending> done = std::move(pending_);
+  done->exchange.reset();
+  Bump(stats().request_timeouts);
+  done->response.Reset();
+  done->response.status = 504;
+  done->response.body = "request timeout\n";
+  phase_ = Phase::kIdle;  // Finish() may close instead
+  Finish(done->request, done->response, done->timing, done->announce_close);
+  if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
 }
 
 void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
@@ -247,6 +266,11 @@ void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
 void Connection::HandlerFdsReady(std::span<const uint8_t> ready,
                                  Clock::time_point now) {
   if (phase_ != Phase::kHandler) return;
+  if (now >= pending_->request_deadline) {
+    TimeOutExchange(now);
+    Process(now);
+    return;
+  }
   const Step& step = pending_->step;
   Wake wake;
   wake.why = Wake::Why::kFdsReady;
@@ -328,6 +352,11 @@ void Connection::DeadlinePassed(Clock::time_point now) {
   if (now < deadline_) return;
   switch (phase_) {
     case Phase::kHandler: {
+      if (now >= pending_->request_deadline) {
+        TimeOutExchange(now);
+        Process(now);  // pipelined requests behind this one
+        return;
+      }
       const Step& step = pending_->step;
       Wake wake;
       wake.why = step.kind == Step::Kind::kFds ? Wake::Why::kDeadline

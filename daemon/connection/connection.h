@@ -38,7 +38,7 @@ enum class Phase : uint8_t {
   kIdle,     // keep-alive, between requests (idle_timeout)
   kHead,     // part of a request head received (header_timeout)
   kBody,     // head complete, body arriving (body_timeout, from the head's end)
-  kHandler,  // a handler is waiting (timer)
+  kHandler,  // a handler is waiting (timer, fds), until its request deadline
   kClosing,  // the last bytes go out, then close
   kClosed,
 };
@@ -129,7 +129,10 @@ class Connection {
   // The socket took less than pending_out(): the rest is due by send_timeout
   // (armed once per response remainder, not per chunk).
   void WriteBlocked(Clock::time_point now);
-  // The Interest's deadline passed: a handler wake, or a timeout.
+  // The Interest's deadline passed: a handler wake, or a timeout. A waiting
+  // handler's deadline is its wait's or its request's (the route's
+  // `timeout`), whichever comes first; past the request's, the exchange is
+  // destroyed and the client gets 504 (counted in request_timeouts).
   void DeadlinePassed(Clock::time_point now);
   // Some of the handler's fds are ready: `ready[i]` for handler_fds[i]
   // (kFdReadable | kFdWritable | kFdError). The exchange resumes.
@@ -189,6 +192,7 @@ class Connection {
                     const gearbox::Step& step);
   void Wait(const gearbox::Step& step, Clock::time_point now);
   void ResumeExchange(const Wake& wake, Clock::time_point now);
+  void TimeOutExchange(Clock::time_point now);
   void Finish(const Request& request, const Response& response,
               const RequestTiming& timing, bool announce_close);
   void CloseAfterWrite(CloseReason reason);

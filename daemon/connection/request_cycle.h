@@ -23,23 +23,30 @@ struct RequestCycle {
   WorkerStats* stats = nullptr;
   const RequestLog* log = nullptr;  // null or disabled: no per-request logging
   int worker = 0;
+  // Non-null: each request's path is copied here when it starts (async stall
+  // detection names the path of a request that blocked its loop).
+  std::string* started_path = nullptr;
 };
 
 // What FinishRequest needs to know about a request once its views may be gone.
 struct RequestTiming {
   uint64_t start_us = 0;  // handler start
   uint64_t queue_us = 0;  // ready -> handler start
+  // The route's deadline (its `timeout`, else [limits] request_timeout).
+  std::chrono::microseconds timeout{0};
   bool waited = false;
 };
 
 // Starts the exchange for `request`; marks the worker busy and the request in
 // flight until FinishRequest(). `ready_us` is when the connection was found
-// ready (0 when not measured).
-inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
-                                              const Request& request,
-                                              uint64_t ready_us,
-                                              RequestTiming& timing) {
+// ready (0 when not measured); `request_timeout` applies to routes without a
+// timeout of their own.
+inline std::unique_ptr<Exchange> BeginRequest(
+    const RequestCycle& cycle, const Request& request, uint64_t ready_us,
+    std::chrono::microseconds request_timeout, RequestTiming& timing) {
   WorkerStats& stats = *cycle.stats;
+  const Route& route = cycle.router->Match(request.path);
+  timing.timeout = route.timeout.count() ? route.timeout : request_timeout;
   timing.start_us = NowMicros();
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
@@ -51,10 +58,16 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
   stats.inflight.store(inflight, std::memory_order_relaxed);
   stats.busy.store(1, std::memory_order_relaxed);
   if (inflight == 1) {
-    stats.current_start_us.store(timing.start_us, std::memory_order_relaxed);
+    // The deadline first: a reader that sees the start sees its deadline
+    // (the prefork master and threadpool look for requests stuck past it).
+    stats.current_deadline_us.store(
+        timing.start_us + static_cast<uint64_t>(timing.timeout.count()),
+        std::memory_order_relaxed);
+    stats.current_start_us.store(timing.start_us, std::memory_order_release);
     stats.SetCurrentPath(request.path);
   }
-  return cycle.router->Find(request.path)->Start(request);
+  if (cycle.started_path) cycle.started_path->assign(request.path);
+  return route.handler->Start(request);
 }
 
 // Serializes the response and counts it. `request` needs valid method/path only

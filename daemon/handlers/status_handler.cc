@@ -96,17 +96,21 @@ class StatusHandler final : public Handler {
     out = fmt::format(
         "{{\"model\":\"{}\",\"generation\":{},\"pid\":{},\"uptime_s\":{:.3f},"
         "\"requests\":{},\"inflight\":{},\"busy\":{},\"queue\":{},"
+        "\"pool\":{{\"workers\":{},\"min\":{},\"max\":{}}},"
         "\"connections\":{{\"accepted\":{},\"open\":{},\"closed\":{},"
         "\"idle_timeout\":{},\"header_timeout\":{},\"send_timeout\":{},"
         "\"drain\":{},\"by_client\":{},\"by_server\":{},\"error\":{},"
         "\"parked\":{}}},"
         "\"status\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\"5xx\":{}}},"
-        "\"rejected\":{},\"bad_input\":{},\"bytes_in\":{},\"bytes_out\":{},"
+        "\"rejected\":{},\"bad_input\":{},\"request_timeouts\":{},"
+        "\"loop_stalls\":{},"
+        "\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_ms\":{{\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},\"max\":"
         "{:.3f}}},"
         "\"queue_wait_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f}}}",
         info_.model, info_.generation, getpid(), Uptime(), t.requests,
-        t.inflight, t.busy, t.queue_depth, t.accepted, t.open(), closed,
+        t.inflight, t.busy, t.queue_depth, t.workers, t.workers_min,
+        t.workers_max, t.accepted, t.open(), closed,
         t.closed[static_cast<int>(CloseReason::kIdleTimeout)],
         t.closed[static_cast<int>(CloseReason::kHeaderTimeout)],
         t.closed[static_cast<int>(CloseReason::kSendTimeout)],
@@ -116,10 +120,10 @@ class StatusHandler final : public Handler {
         t.closed[static_cast<int>(CloseReason::kError)], t.parked,
         t.status_class[1], t.status_class[2], t.status_class[3],
         t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
-        t.bytes_in, t.bytes_out, Ms(t.service.Percentile(0.5)),
-        Ms(t.service.Percentile(0.9)), Ms(t.service.Percentile(0.99)),
-        Ms(t.service.Max()), Ms(t.queue_wait.Percentile(0.5)),
-        Ms(t.queue_wait.Percentile(0.99)));
+        t.request_timeouts, t.loop_stalls, t.bytes_in, t.bytes_out,
+        Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),
+        Ms(t.service.Percentile(0.99)), Ms(t.service.Max()),
+        Ms(t.queue_wait.Percentile(0.5)), Ms(t.queue_wait.Percentile(0.99)));
     if (!workers.empty()) {
       out += ",\"workers\":[";
       for (size_t i = 0; i < workers.size(); ++i) {
@@ -145,13 +149,16 @@ class StatusHandler final : public Handler {
                   const std::vector<Worker>& workers, std::string& out) const {
     out = fmt::format(
         "model: {}\ngeneration: {}\npid: {}\nuptime_s: {:.3f}\nrequests: {}\n"
-        "inflight: {}\nbusy: {}\nqueue: {}\nconnections_open: {}\n"
+        "inflight: {}\nbusy: {}\nqueue: {}\nworkers: {}\nworkers_min: {}\n"
+        "workers_max: {}\nconnections_open: {}\n"
         "connections_accepted: {}\ns2xx: {}\ns4xx: {}\ns5xx: {}\nrejected: {}\n"
-        "bad_input: {}\np50_ms: {:.3f}\np99_ms: {:.3f}\n",
+        "bad_input: {}\nrequest_timeouts: {}\nloop_stalls: {}\np50_ms: "
+        "{:.3f}\np99_ms: {:.3f}\n",
         info_.model, info_.generation, getpid(), Uptime(), t.requests,
-        t.inflight, t.busy, t.queue_depth, t.open(), t.accepted,
-        t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
-        t.bad_input, Ms(t.service.Percentile(0.5)),
+        t.inflight, t.busy, t.queue_depth, t.workers, t.workers_min,
+        t.workers_max, t.open(), t.accepted, t.status_class[2],
+        t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
+        t.request_timeouts, t.loop_stalls, Ms(t.service.Percentile(0.5)),
         Ms(t.service.Percentile(0.99)));
     for (const Worker& w : workers) {
       out += fmt::format(
@@ -190,6 +197,12 @@ class StatusHandler final : public Handler {
            t.rejected);
     metric("bad_input", "counter", "Connections closed for unparseable input.",
            t.bad_input);
+    metric("request_timeouts", "counter",
+           "Requests past their deadline (504, or a prefork child killed).",
+           t.request_timeouts);
+    metric("loop_stalls", "counter",
+           "async: callbacks that ran past [async] stall_threshold.",
+           t.loop_stalls);
     metric("connections_accepted", "counter", "Connections accepted.",
            t.accepted);
     metric("connections_open", "gauge", "Connections open now.", t.open());
@@ -201,6 +214,10 @@ class StatusHandler final : public Handler {
            t.workers);
     metric("queue_depth", "gauge", "Threadpool hand-off queue depth.",
            t.queue_depth);
+    metric("workers_min", "gauge", "The fewest workers the pool keeps.",
+           t.workers_min);
+    metric("workers_max", "gauge", "The most workers the pool may grow to.",
+           t.workers_max);
     metric("generation", "gauge", "Config generation.", info_.generation);
     out +=
         "# TYPE gearbox_responses counter\n# HELP gearbox_responses Responses "

@@ -69,16 +69,19 @@ std::string StatsReporter::Report(std::string_view model, int generation,
   const std::string line = fmt::format(
       "model={} gen={} rps={:.1f} requests={} p50_ms={:.3f} p90_ms={:.3f} "
       "p99_ms={:.3f} max_ms={:.3f} qwait_p50_ms={:.3f} qwait_p99_ms={:.3f} "
-      "inflight={} conns={} busy={} workers={} queue={} queue_max={} "
+      "inflight={} conns={} busy={} workers={} workers_min={} workers_max={} "
+      "queue={} queue_max={} "
       "accept_queue={} accept_queue_max={} s2xx={} s4xx={} s5xx={} rejected={} "
-      "bad_input={} timeouts={} bytes_in={} bytes_out={} parked={}",
+      "bad_input={} timeouts={} request_timeouts={} bytes_in={} bytes_out={} "
+      "parked={} loop_stalls={}",
       model, generation, rps, t.requests, Ms(service.Percentile(0.5)),
       Ms(service.Percentile(0.9)), Ms(service.Percentile(0.99)),
       Ms(service.Max()), Ms(qwait.Percentile(0.5)), Ms(qwait.Percentile(0.99)),
-      t.inflight, t.open(), t.busy, workers, t.queue_depth, queue_max,
-      accept_queue_, accept_queue_max_, t.status_class[2], t.status_class[4],
-      t.status_class[5], t.rejected, t.bad_input, t.timeouts(), t.bytes_in,
-      t.bytes_out, t.parked);
+      t.inflight, t.open(), t.busy, workers, t.workers_min, t.workers_max,
+      t.queue_depth, queue_max, accept_queue_, accept_queue_max_,
+      t.status_class[2], t.status_class[4], t.status_class[5], t.rejected,
+      t.bad_input, t.timeouts(), t.request_timeouts, t.bytes_in, t.bytes_out,
+      t.parked, t.loop_stalls);
   // Under systemd the line goes to the journal with structured fields, so
   // `journalctl -u gearbox -o json` has GEARBOX_RPS= etc. (stderr would
   // duplicate it); if the journal refuses it, stderr still gets the line.
@@ -97,6 +100,8 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         static_cast<unsigned long long>(t.inflight), "GEARBOX_CONNS=%llu",
         static_cast<unsigned long long>(t.open()), "GEARBOX_BUSY=%llu",
         static_cast<unsigned long long>(t.busy), "GEARBOX_WORKERS=%d", workers,
+        "GEARBOX_WORKERS_MIN=%lld", static_cast<long long>(t.workers_min),
+        "GEARBOX_WORKERS_MAX=%lld", static_cast<long long>(t.workers_max),
         "GEARBOX_QUEUE=%llu", static_cast<unsigned long long>(t.queue_depth),
         "GEARBOX_QUEUE_MAX=%llu", static_cast<unsigned long long>(queue_max),
         "GEARBOX_ACCEPT_QUEUE=%lld", static_cast<long long>(accept_queue_),
@@ -107,8 +112,11 @@ std::string StatsReporter::Report(std::string_view model, int generation,
         static_cast<unsigned long long>(t.status_class[5]),
         "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
         "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
+        "GEARBOX_REQUEST_TIMEOUTS=%llu",
+        static_cast<unsigned long long>(t.request_timeouts),
         "GEARBOX_PARKED=%llu", static_cast<unsigned long long>(t.parked),
-        nullptr);
+        "GEARBOX_LOOP_STALLS=%llu",
+        static_cast<unsigned long long>(t.loop_stalls), nullptr);
   }
   if (journal_rc < 0) LogInfo("stats", "{}", line);
   last_requests_ = t.requests;

@@ -35,7 +35,11 @@ StatsRegion::Totals StatsRegion::Sum() const {
 }
 
 void StatsRegion::AddTo(Totals& t) const {
-  t.workers += header_->workers.load(std::memory_order_relaxed);
+  constexpr auto r = std::memory_order_relaxed;
+  t.workers += header_->workers.load(r);
+  t.workers_min += header_->workers_min.load(r);
+  t.workers_max += header_->workers_max.load(r);
+  t.request_timeouts += header_->stuck_requests.load(r);
   for (size_t i = 0; i < slots_; ++i) base_[i].AddTo(t);
 }
 
@@ -50,6 +54,8 @@ void WorkerStats::AddTo(StatsTotals& t) const {
     t.closed[c] += closed[c].load(r);
   t.rejected += rejected.load(r);
   t.bad_input += bad_input.load(r);
+  t.request_timeouts += request_timeouts.load(r);
+  t.loop_stalls += loop_stalls.load(r);
   t.parked += parked.load(r);
   t.inflight += inflight.load(r);
   t.open_conns += open_conns.load(r);
@@ -70,6 +76,8 @@ void WorkerStats::AddCounters(const StatsTotals& t) {
     Bump(closed[c], t.closed[c]);
   Bump(rejected, t.rejected);
   Bump(bad_input, t.bad_input);
+  Bump(request_timeouts, t.request_timeouts);
+  Bump(loop_stalls, t.loop_stalls);
   Bump(parked, t.parked);
   service.Add(t.service);
   queue_wait.Add(t.queue_wait);

@@ -43,9 +43,11 @@ struct StatsTotals {
   uint64_t status_class[6] = {};
   uint64_t closed[static_cast<int>(CloseReason::kCount)] = {};
   uint64_t rejected = 0, bad_input = 0, parked = 0, inflight = 0,
-           open_conns = 0, busy = 0;
+           open_conns = 0, busy = 0, request_timeouts = 0, loop_stalls = 0;
   uint64_t queue_depth = 0, queue_high = 0;
   uint64_t workers = 0;  // of the regions summed (StatsRegion::SetWorkers)
+  // The bounds the pools move in (StatsRegion::SetWorkerBounds).
+  uint64_t workers_min = 0, workers_max = 0;
   HistogramSnapshot service;
   HistogramSnapshot queue_wait;
   uint64_t open() const {
@@ -69,6 +71,11 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> closed[static_cast<int>(CloseReason::kCount)]{};
   std::atomic<uint64_t> rejected{0};  // 503 from a full queue or connection cap
   std::atomic<uint64_t> bad_input{0};  // 4xx/close from unparseable input
+  // Requests past their deadline: answered 504, or (prefork) their child
+  // killed.
+  std::atomic<uint64_t> request_timeouts{0};
+  // async: callbacks that ran longer than [async] stall_threshold.
+  std::atomic<uint64_t> loop_stalls{0};
   // prefork: connections whose slow head the master's head guard took over.
   std::atomic<uint64_t> parked{0};
   std::atomic<uint64_t> inflight{0};    // requests between parse and response
@@ -84,6 +91,8 @@ struct alignas(64) WorkerStats {
   // the first bytes of its path. Relaxed word-sized stores: a reader may see a
   // torn path, never a crash.
   std::atomic<uint64_t> current_start_us{0};
+  // ... and its deadline (start + the route's timeout), same clock.
+  std::atomic<uint64_t> current_deadline_us{0};
   static constexpr size_t kPathWords = 6;
   std::atomic<uint64_t> current_path[kPathWords]{};
   LatencyHistogram service;  // handler start -> response serialized
@@ -137,6 +146,20 @@ class StatsRegion {
   void SetWorkers(int n) {
     header_->workers.store(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }
+  // The model's own: its worker count now (pools that follow the load
+  // change it), and the bounds it moves in (loops: both the count).
+  void SetWorkerBounds(int now, int min, int max) {
+    SetWorkers(now);
+    header_->workers_min.store(static_cast<uint64_t>(min),
+                               std::memory_order_relaxed);
+    header_->workers_max.store(static_cast<uint64_t>(max),
+                               std::memory_order_relaxed);
+  }
+  // threadpool: a request reported stuck past its deadline (request_stuck),
+  // counted into request_timeouts. The model's supervisor-side code only.
+  void CountStuckRequest() {
+    header_->stuck_requests.fetch_add(1, std::memory_order_relaxed);
+  }
   // Set once the generation has drained and its counts have moved into the
   // process-lifetime totals (LifetimeStats::Retire); those skip it from then.
   bool retired() const {
@@ -149,6 +172,9 @@ class StatsRegion {
   struct alignas(64) Header {
     std::atomic<uint64_t> workers{0};
     std::atomic<uint64_t> retired{0};
+    std::atomic<uint64_t> workers_min{0};
+    std::atomic<uint64_t> workers_max{0};
+    std::atomic<uint64_t> stuck_requests{0};
   };
   StatsRegion(Header* header, size_t slots)
       : header_(header),

@@ -65,9 +65,13 @@ std::string RenderSections(const Settings& s) {
   };
   std::string t;
   t += "[threadpool]\n" + num("threads", s.threads) + num("queue", s.queue);
+  t += s.threadpool_extra;
   t += "\n[prefork]\n" + num("workers", s.workers) + num("max_requests", 0);
+  t += s.prefork_extra;
   t += "\n[async]\n" + num("loops", s.loops);
+  t += s.async_extra;
   t += "\n[limits]\n";
+  t += s.limits_extra;
   t += str("header_timeout", s.header_timeout);
   t += str("idle_timeout", s.idle_timeout);
   t += str("body_timeout", s.body_timeout);
@@ -80,6 +84,7 @@ std::string RenderSections(const Settings& s) {
   if (s.crash_route) {
     t += "\n[[route]]\npath = \"/crash\"\nhandler = \"crash\"\n";
   }
+  t += s.routes;
   return t;
 }
 

@@ -46,6 +46,10 @@ struct Settings {
   int64_t max_body_bytes = 1048576;
   int64_t max_connections = 10000;
   bool crash_route = false;  // [[route]] /crash + enable_crash_handler
+  // Lines appended to the section of the same name, and extra [[route]]
+  // tables: keys a suite needs that the others leave at their defaults.
+  std::string threadpool_extra, prefork_extra, async_extra, limits_extra;
+  std::string routes;
 };
 
 std::string RenderSections(const Settings& s);

@@ -36,13 +36,14 @@ int64_t JsonInt(const JsonValue& v, std::string_view path) {
   return x && x->Int() ? *x->Int() : -1;
 }
 
-const char* const kStatsKeys[27] = {
+const char* const kStatsKeys[31] = {
     "model",    "gen",          "rps",          "requests",         "p50_ms",
     "p90_ms",   "p99_ms",       "max_ms",       "qwait_p50_ms",     "qwait_p99_ms",
     "inflight", "conns",        "busy",         "workers",          "queue",
     "queue_max", "accept_queue", "accept_queue_max", "s2xx",        "s4xx",
     "s5xx",     "rejected",     "bad_input",    "timeouts",         "bytes_in",
-    "bytes_out", "parked"};
+    "bytes_out", "parked",      "request_timeouts",
+    "loop_stalls", "workers_min", "workers_max"};
 
 std::string StatsTable(const std::vector<LogLine>& stats) {
   std::string out =

@@ -41,7 +41,7 @@ double NumOr(const LogLine& l, std::string_view key, double fallback = -1);
 int64_t JsonInt(const JsonValue& v, std::string_view path);
 
 // Keys the stats line promises (daemon/metrics/stats_reporter.cc).
-extern const char* const kStatsKeys[27];
+extern const char* const kStatsKeys[31];
 
 // One row per stats line, with the per-interval request delta, for the test log.
 std::string StatsTable(const std::vector<LogLine>& stats);

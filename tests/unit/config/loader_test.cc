@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, ParamValue>> Values(const RouteParams& p) {
 }
 
 auto Tie(const RouteConfig& r) {
-  return std::make_tuple(r.path, r.handler, Values(r.params));
+  return std::make_tuple(r.path, r.handler, r.timeout, Values(r.params));
 }
 
 // Everything but source and foreground (neither comes from TOML).
@@ -92,9 +92,16 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   }
   EXPECT_EQ(a.threadpool.threads, b.threadpool.threads);
   EXPECT_EQ(a.threadpool.queue, b.threadpool.queue);
+  EXPECT_EQ(a.threadpool.max_threads, b.threadpool.max_threads);
+  EXPECT_EQ(a.threadpool.idle_thread_timeout, b.threadpool.idle_thread_timeout);
+  EXPECT_EQ(a.threadpool.max_spawn_rate, b.threadpool.max_spawn_rate);
   EXPECT_EQ(a.prefork.workers, b.prefork.workers);
+  EXPECT_EQ(a.prefork.max_workers, b.prefork.max_workers);
+  EXPECT_EQ(a.prefork.idle_worker_timeout, b.prefork.idle_worker_timeout);
+  EXPECT_EQ(a.prefork.max_spawn_rate, b.prefork.max_spawn_rate);
   EXPECT_EQ(a.prefork.max_requests, b.prefork.max_requests);
   EXPECT_EQ(a.async.loops, b.async.loops);
+  EXPECT_EQ(a.async.stall_threshold, b.async.stall_threshold);
   EXPECT_EQ(a.limits.header_timeout.count(), b.limits.header_timeout.count());
   EXPECT_EQ(a.limits.idle_timeout.count(), b.limits.idle_timeout.count());
   EXPECT_EQ(a.limits.body_timeout.count(), b.limits.body_timeout.count());
@@ -102,6 +109,7 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.limits.max_header_bytes, b.limits.max_header_bytes);
   EXPECT_EQ(a.limits.max_body_bytes, b.limits.max_body_bytes);
   EXPECT_EQ(a.limits.max_connections, b.limits.max_connections);
+  EXPECT_EQ(a.limits.request_timeout.count(), b.limits.request_timeout.count());
   EXPECT_EQ(a.log.level, b.log.level);
   EXPECT_EQ(a.log.access, b.log.access);
   EXPECT_EQ(a.log.slow.has_value(), b.log.slow.has_value());
@@ -156,14 +164,21 @@ name = "fcgi-tcp"
 
 [threadpool]
 threads = 8
+max_threads = 12
+idle_thread_timeout = "3s"
+max_spawn_rate = 5
 queue = 16
 
 [prefork]
 workers = 2
+max_workers = 6
+idle_worker_timeout = "1500ms"
+max_spawn_rate = 7
 max_requests = 1000
 
 [async]
 loops = 4
+stall_threshold = "0s"
 
 [limits]
 header_timeout = "250us"
@@ -173,6 +188,7 @@ send_timeout = "1h"
 max_header_bytes = 1024
 max_body_bytes = 17179869184
 max_connections = 1
+request_timeout = "2s"
 
 [log]
 level = "debug"
@@ -192,6 +208,7 @@ content_type = "application/json; charset=utf-8"
 [[route]]
 path = "/w"
 handler = "wait"
+timeout = "750ms"
 ms = 3600000
 max_ms = 3600000
 
@@ -288,9 +305,16 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.listen[3].name, "fcgi-tcp");
   EXPECT_EQ(c.threadpool.threads, 8);
   EXPECT_EQ(c.threadpool.queue, 16);
+  EXPECT_EQ(c.threadpool.max_threads, 12);
+  EXPECT_EQ(c.threadpool.idle_thread_timeout, seconds(3));
+  EXPECT_EQ(c.threadpool.max_spawn_rate, 5);
   EXPECT_EQ(c.prefork.workers, 2);
+  EXPECT_EQ(c.prefork.max_workers, 6);
+  EXPECT_EQ(c.prefork.idle_worker_timeout, milliseconds(1500));
+  EXPECT_EQ(c.prefork.max_spawn_rate, 7);
   EXPECT_EQ(c.prefork.max_requests, 1000);
   EXPECT_EQ(c.async.loops, 4);
+  EXPECT_EQ(c.async.stall_threshold, microseconds(0));
   EXPECT_EQ(c.limits.header_timeout, microseconds(250));
   EXPECT_EQ(c.limits.idle_timeout, minutes(2));
   EXPECT_EQ(c.limits.body_timeout, seconds(90));
@@ -298,6 +322,7 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.limits.max_header_bytes, 1024);
   EXPECT_EQ(c.limits.max_body_bytes, int64_t{1} << 34);
   EXPECT_EQ(c.limits.max_connections, 1);
+  EXPECT_EQ(c.limits.request_timeout, seconds(2));
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_TRUE(c.log.access);
   ASSERT_TRUE(c.log.slow.has_value());
@@ -309,6 +334,10 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.routes[0].params.Int("status"), 418);
   EXPECT_EQ(c.routes[0].params.Text("content_type"),
             "application/json; charset=utf-8");
+  EXPECT_EQ(c.routes[1].timeout, milliseconds(750));
+  EXPECT_FALSE(c.routes[0].timeout.has_value());
+  EXPECT_EQ(RouteTimeout(c.routes[0], c.limits), seconds(2));
+  EXPECT_EQ(RouteTimeout(c.routes[1], c.limits), milliseconds(750));
   EXPECT_EQ(c.routes[1].params.Int("ms"), 3600000);
   EXPECT_EQ(c.routes[1].params.Int("max_ms"), 3600000);
   EXPECT_EQ(c.routes[2].params.Int("us"), 0);
@@ -326,8 +355,26 @@ TEST(LoaderTest, FormatConfigRoundTrips) {
   EXPECT_NE(text.find("body_timeout = \"90s\""), std::string::npos);
   EXPECT_NE(text.find("send_timeout = \"1h\""), std::string::npos);
   EXPECT_NE(text.find("slow = \"0s\""), std::string::npos);
+  EXPECT_NE(text.find("request_timeout = \"2s\""), std::string::npos);
+  EXPECT_NE(text.find("timeout = \"750ms\""), std::string::npos);
   EXPECT_NE(text.find("unix_mode = 0o600"), std::string::npos);
   EXPECT_EQ(text.find("unix_mode"), text.rfind("unix_mode"));
+}
+
+TEST(LoaderTest, PoolCeilingsDefaultToTheMinimum) {
+  const Config d = Load("");
+  EXPECT_EQ(d.threadpool.max_threads, d.threadpool.threads);
+  EXPECT_EQ(d.prefork.max_workers, d.prefork.workers);
+  EXPECT_EQ(d.prefork.idle_worker_timeout, seconds(10));
+  EXPECT_EQ(d.threadpool.idle_thread_timeout, seconds(10));
+  EXPECT_EQ(d.prefork.max_spawn_rate, 32);
+  EXPECT_EQ(d.async.stall_threshold, milliseconds(100));
+  EXPECT_EQ(d.limits.request_timeout, seconds(50));
+  const Config c = Load("[threadpool]\nthreads = 3\n[prefork]\nworkers = 5\n");
+  EXPECT_EQ(c.threadpool.max_threads, 3);
+  EXPECT_EQ(c.prefork.max_workers, 5);
+  EXPECT_EQ(c.prefork.Limits().min, 5);
+  EXPECT_EQ(c.prefork.Limits().max, 5);
 }
 
 TEST(LoaderTest, UnixModeDecimalOrOctal) {
@@ -385,7 +432,7 @@ TEST(LoaderErrorTest, UnknownKey) {
               3,
               "[limits] idle_timout: unknown key (valid: header_timeout, "
               "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
-              "max_body_bytes, max_connections)");
+              "max_body_bytes, max_connections, request_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
               "enable_crash_handler)");
@@ -397,11 +444,22 @@ TEST(LoaderErrorTest, UnknownKey) {
 TEST(LoaderErrorTest, ParamOfAnotherHandlerIsAnUnknownKey) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"text\"\nms = 5\n", 4, 1,
               "[[route]] #1 ms: unknown key for handler \"text\" (valid: path, "
-              "handler, body, status, content_type)");
+              "handler, timeout, body, status, content_type)");
   ExpectError("[[route]]\nbody = \"x\"\npath = \"/x\"\nhandler = \"echo\"\n", 2,
               1,
               "[[route]] #1 body: unknown key for handler \"echo\" (valid: "
-              "path, handler)");
+              "path, handler, timeout)");
+}
+
+TEST(LoaderErrorTest, PoolCeilingBelowTheMinimum) {
+  ExpectError("[prefork]\nmax_workers = 8\nworkers = 16\n", 2, 15,
+              "[prefork] max_workers: 8 is less than workers (16)");
+  // Against the default minimum (64 threads).
+  ExpectError("[threadpool]\nmax_threads = 8\n", 2, 15,
+              "[threadpool] max_threads: 8 is less than threads (64)");
+  ExpectError("[threadpool]\nmax_spawn_rate = 0\n", 2, 18, "(1..4096)");
+  ExpectError("[prefork]\nidle_worker_timeout = \"0s\"\n", 2, 23,
+              "must be greater than 0");
 }
 
 TEST(LoaderErrorTest, WrongType) {
@@ -437,6 +495,14 @@ TEST(LoaderErrorTest, OutOfRange) {
   ExpectError("[limits]\nmax_connections = 0\n", 2, 19, "(1..1000000)");
   ExpectError("[limits]\nsend_timeout = \"0ms\"\n", 2, 16,
               "[limits] send_timeout: must be greater than 0, got 0ms");
+  ExpectError("[limits]\nrequest_timeout = \"0s\"\n", 2, 19,
+              "[limits] request_timeout: must be greater than 0, got 0s");
+  ExpectError("[[route]]\npath = \"/t\"\nhandler = \"text\"\ntimeout = 5\n", 4,
+              11,
+              "[[route]] #1 timeout: expected a duration string like \"10s\"");
+  ExpectError(
+      "[[route]]\npath = \"/t\"\nhandler = \"text\"\ntimeout = \"0ms\"\n", 4,
+      11, "[[route]] #1 timeout: must be greater than 0, got 0ms");
   ExpectError("[metrics]\ninterval = \"99ms\"\n", 2, 12,
               "[metrics] interval: 99ms is below the minimum 100ms");
   ExpectError("[server]\ngraceful_timeout = \"8761h\"\n", 2, 20,

@@ -397,6 +397,126 @@ TEST_F(FdWaitTest, PeerClosingMidWaitDestroysTheExchange) {
   EXPECT_EQ(stats().inflight.load(), 0u);
 }
 
+// Request deadlines: [limits] request_timeout and a route's `timeout`.
+
+// Waits `step` at a time, `steps` times, then answers: a handler whose every
+// wait is short but whose whole exchange is long.
+class StepsHandler final : public Handler {
+ public:
+  StepsHandler(milliseconds step, int steps) : step_(step), steps_(steps) {}
+  std::unique_ptr<Exchange> Start(const Request&) override {
+    return std::make_unique<Steps>(step_, steps_);
+  }
+
+ private:
+  struct Steps final : Exchange {
+    Steps(milliseconds step, int left) : step(step), left(left) {}
+    Step Resume(const Wake&, Response& response) override {
+      if (left-- > 0) return Step::WaitFor(step);
+      response.body = "done\n";
+      return Step::Done();
+    }
+    milliseconds step;
+    int left;
+  };
+  milliseconds step_;
+  int steps_;
+};
+
+class DeadlineTest : public FdWaitTest {
+ protected:
+  DeadlineTest() {
+    limits_.request_timeout = milliseconds(300);
+    router_->Add("/fd50", std::make_unique<FdWaitHandler>(42, &destroyed_),
+                 milliseconds(50));
+    router_->Add("/steps", std::make_unique<StepsHandler>(milliseconds(100), 5),
+                 milliseconds(250));
+  }
+  uint64_t request_timeouts() { return stats().request_timeouts.load(); }
+};
+
+TEST_F(DeadlineTest, WaitPastRequestTimeoutGets504AndKeepsTheConnection) {
+  auto c = Open();
+  c->Received("GET /sleep?ms=1000 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  Interest i = c->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kHandler);
+  EXPECT_EQ(i.deadline, now_ + milliseconds(300));  // not the 1000 ms wait
+  c->DeadlinePassed(now_ + milliseconds(299));      // early: nothing
+  EXPECT_EQ(c->Next(now_).kind, Kind::kHandler);
+  c->DeadlinePassed(now_ + milliseconds(300));
+  i = c->Next(now_ + milliseconds(300));
+  EXPECT_EQ(i.kind, Kind::kRead);  // kept alive
+  EXPECT_EQ(i.deadline, now_ + milliseconds(300) + limits_.idle_timeout);
+  const std::string out = Drain(*c);
+  EXPECT_EQ(out.rfind("HTTP/1.1 504 Gateway Timeout\r\n", 0), 0u) << out;
+  EXPECT_NE(out.find("request timeout\n"), std::string::npos);
+  EXPECT_EQ(request_timeouts(), 1u);
+  EXPECT_EQ(stats().status_class[5].load(), 1u);
+  EXPECT_EQ(stats().inflight.load(), 0u);
+  EXPECT_EQ(stats().current_start_us.load(), 0u);
+  // The connection serves the next request as usual.
+  c->Received(kHello, now_ + milliseconds(301));
+  EXPECT_NE(Drain(*c).find("200 OK"), std::string::npos);
+}
+
+TEST_F(DeadlineTest, WaitShorterThanTheDeadlineIsServed) {
+  auto c = Open();
+  c->Received("GET /sleep?ms=100 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  EXPECT_EQ(c->Next(now_).deadline, now_ + milliseconds(100));
+  c->DeadlinePassed(now_ + milliseconds(100));
+  EXPECT_NE(Drain(*c).find("waited 100 ms"), std::string::npos);
+  EXPECT_EQ(request_timeouts(), 0u);
+}
+
+TEST_F(DeadlineTest, RouteTimeoutOverridesRequestTimeoutAndCancelsFdWait) {
+  auto c = Open();
+  c->Received("GET /fd50 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  Interest i = c->Next(now_);
+  ASSERT_EQ(i.kind, Kind::kHandler);
+  EXPECT_EQ(i.handler_fds.size(), 1u);
+  EXPECT_EQ(i.deadline, now_ + milliseconds(50));  // not the fd wait's 100
+  c->DeadlinePassed(now_ + milliseconds(50));
+  EXPECT_EQ(destroyed_, 1);  // destroying it cancels the wait
+  EXPECT_NE(Drain(*c).find(" 504 "), std::string::npos);
+  EXPECT_EQ(request_timeouts(), 1u);
+}
+
+TEST_F(DeadlineTest, FdReadyAfterTheDeadlineStillGets504) {
+  auto c = Open();
+  c->Received("GET /fd50 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  const uint8_t ready[] = {kFdReadable};
+  c->HandlerFdsReady(ready, now_ + milliseconds(60));  // the driver was late
+  EXPECT_EQ(destroyed_, 1);
+  EXPECT_NE(Drain(*c).find(" 504 "), std::string::npos);
+}
+
+TEST_F(DeadlineTest, DeadlineRunsFromHandlerStartNotPerWait) {
+  auto c = Open();
+  c->Received("GET /steps HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  EXPECT_EQ(c->Next(now_).deadline, now_ + milliseconds(100));
+  c->DeadlinePassed(now_ + milliseconds(100));
+  EXPECT_EQ(c->Next(now_).deadline, now_ + milliseconds(200));
+  c->DeadlinePassed(now_ + milliseconds(200));
+  EXPECT_EQ(c->Next(now_).deadline, now_ + milliseconds(250));  // capped
+  EXPECT_TRUE(c->pending_out().empty());
+  c->DeadlinePassed(now_ + milliseconds(250));
+  EXPECT_NE(Drain(*c).find(" 504 "), std::string::npos);
+  EXPECT_EQ(request_timeouts(), 1u);
+}
+
+TEST_F(DeadlineTest, PipelinedRequestBehindATimedOutOneIsServed) {
+  auto c = Open();
+  c->Received(std::string("GET /fd50 HTTP/1.1\r\nHost: a\r\n\r\n") +
+                  std::string(kHello),
+              now_);
+  c->DeadlinePassed(now_ + milliseconds(50));
+  const std::string out = Drain(*c);
+  const size_t timeout = out.find(" 504 "), ok = out.find(" 200 OK");
+  ASSERT_NE(timeout, std::string::npos) << out;
+  ASSERT_NE(ok, std::string::npos) << out;
+  EXPECT_LT(timeout, ok);
+}
+
 class AnnounceClose final : public ResponsePolicy {
  public:
   bool CloseAfterResponse() override { return true; }
