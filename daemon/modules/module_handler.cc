@@ -32,7 +32,7 @@ class ModuleExchange final : public Exchange {
     gearbox_step next{};
     next.struct_size = sizeof next;
     next.kind = GEARBOX_STEP_DONE;
-    gearbox_response r{&response, &content_type_, library_.name().c_str()};
+    gearbox_response r{&response, &content_type_, library_.name()};
     library_.api().resume(state_, &w, &r, &next);
     return ToStep(next, response);
   }

@@ -6,8 +6,10 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "daemon/logging.h"
 
@@ -186,8 +188,9 @@ int SetHeader(gearbox_response* r, gearbox_str name_str,
               gearbox_str value_str) {
   const std::string_view name = View(name_str);
   const std::string_view value = View(value_str);
+  // Control characters but tab are not field content (RFC 9110 5.5).
   const bool bad_value = std::any_of(value.begin(), value.end(), [](char c) {
-    return c == '\r' || c == '\n' || c == '\0';
+    return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
   });
   if (!IsToken(name) || bad_value || Reserved(name)) return -1;
   if (Equals(name, "content-type")) {
@@ -257,8 +260,9 @@ void Log(const gearbox_host* table, int level, const char* event,
 
 }  // namespace
 
-void InitModuleHost(ModuleHost& host, std::string name) {
-  host.name = std::move(name);
+void InitModuleHost(ModuleHost& host, const std::string& name) {
+  static_assert(std::is_standard_layout_v<ModuleHost>);
+  snprintf(host.name, sizeof host.name, "%s", name.c_str());
   gearbox_host& t = host.table;
   t = gearbox_host{};
   t.abi_major = GEARBOX_ABI_MAJOR;

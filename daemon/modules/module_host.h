@@ -34,15 +34,16 @@ struct gearbox_response {
 
 namespace gearbox {
 
-// One per loaded module copy. The table is the first member: the
-// gearbox_host* a module passes back is this struct.
+// One per loaded module copy. The table is the first member of a
+// standard-layout struct: the gearbox_host* a module passes back converts to
+// this struct.
 struct ModuleHost {
   gearbox_host table;
-  std::string name;  // the [[module]] name, for log lines
+  char name[65];  // the [[module]] name (the loader allows 64 characters)
 };
 
 // Fills the table with gearboxd's functions.
-void InitModuleHost(ModuleHost& host, std::string name);
+void InitModuleHost(ModuleHost& host, const std::string& name);
 
 // The worker the calling thread serves: module log lines carry it as
 // worker= and gen=. Set when the worker builds its handlers (on its thread;

@@ -35,7 +35,7 @@ class ModuleLibrary {
 
   // The module's callbacks; fields past its struct_size are null.
   const gearbox_module& api() const { return api_; }
-  const std::string& name() const { return host_.name; }
+  const char* name() const { return host_.name; }
   const std::string& path() const { return path_; }
 
  private:

@@ -67,6 +67,7 @@ ModulesResult Modules::Load(const Config& config) {
     if (!r.module) continue;
     const auto m = std::find_if(config.modules.begin(), config.modules.end(),
                                 [&](auto& m) { return m.name == r.handler; });
+    if (m == config.modules.end()) abort();  // the loader checked the name
     const auto& library = modules->libraries_[m - config.modules.begin()];
     gearbox_route route;
     route.route = &r;

@@ -227,8 +227,8 @@ typedef struct gearbox_host {
   /* The response. Status defaults to 200, Content-Type to text/plain, the
    * body to empty. */
   void (*set_status)(gearbox_response *response, int status); /* 200..599 */
-  /* Returns 0, or -1 for a bad name or value (CR, LF, NUL; not a token) or a
-   * header gearboxd writes itself: Content-Length, Transfer-Encoding,
+  /* Returns 0, or -1 for a name that is not an HTTP token, a value with a
+   * control character other than tab, or a header gearboxd writes itself: Content-Length, Transfer-Encoding,
    * Connection, Keep-Alive, Upgrade, Date, Server, Status. Content-Type
    * replaces the default. */
   int (*set_header)(gearbox_response *response, gearbox_str name,
@@ -240,7 +240,8 @@ typedef struct gearbox_host {
   /* One log line through gearboxd's logger (logfmt on stderr / journald):
    *   level=info event=<event> module=<name> worker=<n> gen=<g> msg="..."
    * worker= and gen= are there when called in a worker. `event` is a short
-   * key such as "backend_down"; `message` is free text. */
+   * key of the module's own ("greet_backend_down": gearboxd's events, such as
+   * stats, are read by tools); `message` is free text. */
   void (*log)(const struct gearbox_host *host, int level, const char *event,
               const char *message);
   /* Whether a line at `level` would be written (skip building it if not). */
