@@ -42,7 +42,7 @@ fail() { echo "rpm_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
 need rpm:rpm rpmbuild:rpm rpm2cpio:rpm2cpio rpmlint:rpmlint cpio:cpio git:git \
-  useradd:passwd mount:mount awk:mawk promtool:prometheus
+  useradd:passwd mount:mount awk:mawk promtool:prometheus pkg-config:pkgconf cc:gcc curl:curl
 
 # --- 4./5. life cycle ----------------------------------------------------------------
 # lifecycle ROOT LABEL RPMFLAGS...: install 1, edit the config, upgrade to 2 and 3,

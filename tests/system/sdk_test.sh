@@ -23,11 +23,9 @@ fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 say() { echo "sdk_test: $*"; }
 fail() { echo "sdk_test: FAIL: $*" >&2; exit 1; }
-for tool in cc c++ pkg-config curl; do
-  command -v "$tool" >/dev/null || fail "$tool not installed (see .ci/setup)"
-done
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
+need cc:gcc c++:g++ pkg-config:pkgconf nm:binutils curl:curl awk:mawk
 find_gearboxd
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-sdktest.XXXXXX")
