@@ -340,7 +340,8 @@ path = "/tw"
 handler = "timerwait"
 EOT
 "$dr/usr/sbin/gearboxd" -t -c "$work/devbuild/tw.toml" || fail "the installed gearboxd rejects the module"
-"$dr/usr/sbin/gearboxd" -c "$work/devbuild/tw.toml" > "$work/devbuild/gearboxd.log" 2>&1 &
+: > "$work/devbuild/gearboxd.log"  # exists before the background job opens it
+"$dr/usr/sbin/gearboxd" -c "$work/devbuild/tw.toml" >> "$work/devbuild/gearboxd.log" 2>&1 &
 gpid=$!
 port=""
 for _ in $(seq 100); do

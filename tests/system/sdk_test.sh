@@ -116,7 +116,8 @@ for model in prefork threadpool async; do
   config "$model"
   grep -q "path = \"$build/libgreet.so\"" "$model.toml" || fail "README's TOML has no module path to point at the build"
   "$GEARBOXD" -t -c "$model.toml" || fail "gearboxd -t rejects the built modules ($model)"
-  "$GEARBOXD" -c "$model.toml" > "$model.log" 2>&1 &
+  : > "$model.log"  # exists before the background job opens it
+  "$GEARBOXD" -c "$model.toml" >> "$model.log" 2>&1 &
   pids+=($!)
   port=""
   for _ in $(seq 100); do
