@@ -85,7 +85,7 @@ void CheckConfig(const Config& c, const std::string& text) {
   std::set<std::string> modules;
   for (const ModuleConfig& m : c.modules) {
     if (!modules.insert(m.name).second) fail("duplicate module name accepted");
-    if (FindSchema(HandlerSchemas(), m.name)) fail("module named as a built-in");
+    if (FindSchema(HandlerSchemas(), m.name)) fail("module named a built-in");
     if (m.path.empty()) fail("module without a path");
   }
   for (const RouteConfig& r : c.routes) {

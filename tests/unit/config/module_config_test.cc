@@ -61,9 +61,9 @@ TEST(ModuleConfigTest, ModuleRouteKeepsEveryOtherKeyAsWritten) {
 }
 
 TEST(ModuleConfigTest, ModuleMayComeAfterItsRoutes) {
-  ConfigResult result = Load(
-      "[[route]]\npath = \"/tw\"\nhandler = \"timerwait\"\n" +
-      std::string(kTimerwait));
+  ConfigResult result =
+      Load("[[route]]\npath = \"/tw\"\nhandler = \"timerwait\"\n" +
+           std::string(kTimerwait));
   ASSERT_TRUE(std::holds_alternative<Config>(result))
       << std::get<ConfigError>(result).ToString();
   EXPECT_TRUE(std::get<Config>(result).routes[0].module);
@@ -138,7 +138,8 @@ TEST(ModuleConfigTest, PrintConfigRoundTrips) {
       << text;
   ConfigResult again = Load(text, "/elsewhere/p.toml");
   ASSERT_TRUE(std::holds_alternative<Config>(again))
-      << std::get<ConfigError>(again).ToString() << "\n" << text;
+      << std::get<ConfigError>(again).ToString() << "\n"
+      << text;
   // The same text but its first line (which names the source).
   const std::string again_text =
       FormatConfig(std::get<Config>(again), HandlerSchemas());
