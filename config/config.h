@@ -99,19 +99,34 @@ struct MetricsConfig {
   Duration interval = std::chrono::seconds(10);
 };
 
+// One [[module]]: a handler kind from a shared object (gearbox/module.h),
+// loaded by the daemon (daemon/modules/); config/ only reads the table.
+struct ModuleConfig {
+  std::string name;  // what a route's handler names; not a built-in's name
+  // As resolved: a relative path is relative to the config file's directory.
+  std::string path;
+  SourcePosition where;    // of the [[module]] table
+  SourcePosition path_at;  // of the path value: load errors point here
+};
+
 // One [[route]]: an exact path mapped to a handler with its parameters. The
 // keys every route has are fields here (path, handler); the handler's own keys
 // are in params, checked against its schema (config/params.h).
 struct RouteConfig {
   std::string path;
-  std::string handler;  // the name of a row of the handler table
+  std::string handler;  // a row of the handler table, or a [[module]] name
   // The route's deadline, handler start to response complete; unset:
   // [limits] request_timeout. A route-level key, not a handler parameter:
   // every handler has it (a backend handler may also bound its own waits by
   // it).
   std::optional<Duration> timeout;
-  RouteParams params;  // every key of the handler's schema, defaults filled in
-  SourcePosition where;  // of the [[route]] table, for errors found later
+  // A built-in handler: every key of its schema, defaults filled in. A
+  // module: every other key of the route as written (integers, booleans,
+  // strings), for the module's create() to check.
+  RouteParams params;
+  bool module = false;        // handler names a [[module]]
+  SourcePosition where;       // of the [[route]] table, for errors found later
+  SourcePosition handler_at;  // of the handler value
 };
 
 struct Config {
@@ -124,6 +139,7 @@ struct Config {
   LimitsConfig limits;
   LogConfig log;
   MetricsConfig metrics;
+  std::vector<ModuleConfig> modules;
   std::vector<RouteConfig> routes;
   bool foreground =
       false;  // set from the CLI (-F): single worker for a debugger

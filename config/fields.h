@@ -107,6 +107,14 @@ std::optional<SectionComplaint> SettleModelSection(std::string_view model,
 // One value checked against spec, stored in params with its position.
 Reader Param(const ParamSpec& spec, RouteParams* params);
 
+// The keys of one [[module]]: name (a bare key, 1..64 characters) and path
+// (non-empty; the loader resolves a relative one).
+std::vector<Field> ModuleFields(ModuleConfig* module);
+
+// A module route's key, stored as written: an integer, a boolean or a string
+// (the module's create() checks it).
+Reader RawParam(std::string_view key, RouteParams* params);
+
 // The keys every [[route]] has, whatever its handler: path and handler.
 // handler is read by the caller first (it picks the schema); it is listed so
 // that it counts as known.

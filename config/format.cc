@@ -179,8 +179,14 @@ std::string FormatConfig(const Config& c,
   out << "\n[metrics]\n"
       << "interval = " << Dur(c.metrics.interval) << "\n";
 
+  for (const ModuleConfig& m : c.modules) {
+    out << "\n[[module]]\n"
+        << "name = " << QuoteToml(m.name) << "\n"
+        << "path = " << QuoteToml(m.path) << "\n";
+  }
   for (const RouteConfig& r : c.routes) {
-    FormatRoute(r, FindSchema(handlers, r.handler), out);
+    // A module's route keys are shown as written: the module checks them.
+    FormatRoute(r, r.module ? nullptr : FindSchema(handlers, r.handler), out);
   }
   return out.str();
 }

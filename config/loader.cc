@@ -36,7 +36,8 @@ std::vector<std::string_view> SectionNames(
     std::span<const std::string_view> models) {
   std::vector<std::string_view> names = {"server", "listen"};
   names.insert(names.end(), models.begin(), models.end());
-  for (std::string_view name : {"limits", "log", "metrics", "route"}) {
+  for (std::string_view name :
+       {"limits", "log", "metrics", "module", "route"}) {
     names.push_back(name);
   }
   return names;
@@ -119,12 +120,17 @@ class Loader {
     }
     toml::table root = std::move(parsed).table();
 #endif
-    for (auto [key, node] : InSourceOrder(root)) {
-      if (fallback_ &&
-          std::find(only_.begin(), only_.end(), key->str()) == only_.end()) {
-        continue;
+    // [[module]] first, wherever it is: routes may name a module.
+    const auto sections = InSourceOrder(root);
+    for (bool modules : {true, false}) {
+      for (auto [key, node] : sections) {
+        if ((key->str() == "module") != modules) continue;
+        if (fallback_ &&
+            std::find(only_.begin(), only_.end(), key->str()) == only_.end()) {
+          continue;
+        }
+        if (!Section(*key, *node)) return false;
       }
-      if (!Section(*key, *node)) return false;
     }
     return true;
   }
@@ -139,7 +145,7 @@ class Loader {
                            : "unknown top-level key " + QuoteToml(name)) +
               " (valid tables: " + Join(sections_) + ")");
     }
-    if (name == "listen" || name == "route") {
+    if (name == "listen" || name == "route" || name == "module") {
       const toml::array* array = node.as_array();
       if (!array) {
         return Fail(node.source().begin,
@@ -147,6 +153,7 @@ class Loader {
                         "]]: expected an array of tables " + "[[" +
                         std::string(name) + "]], got " + Describe(node));
       }
+      if (name == "module") return Modules(*array);
       return name == "listen" ? Listeners(*array) : Routes(*array);
     }
     const std::string label = "[" + std::string(name) + "]";
@@ -242,6 +249,63 @@ class Loader {
     return true;
   }
 
+  bool Modules(const toml::array& array) {
+    for (size_t i = 0; i < array.size(); ++i) {
+      const toml::table* table = array[i].as_table();
+      if (!table) {
+        return Fail(array[i].source().begin, Label("module", i) +
+                                                 ": expected a table, got " +
+                                                 Describe(array[i]));
+      }
+      if (!Module(Label("module", i), *table)) return false;
+    }
+    return true;
+  }
+
+  bool Module(const std::string& label, const toml::table& table) {
+    ModuleConfig module;
+    module.where = Position(table.source().begin);
+    if (!ReadTable(label, table, config_internal::ModuleFields(&module))) {
+      return false;
+    }
+    const toml::node* name = table.get("name");
+    const toml::node* path = table.get("path");
+    if (!name || !path) {
+      return Fail(table.source().begin,
+                  label + ": missing required key " +
+                      (name ? "\"path\" (the .so file)"
+                            : "\"name\" (what routes' handler = names)"));
+    }
+    if (FindSchema(vocabulary_.handlers, module.name)) {
+      return Fail(name->source().begin,
+                  label + " name: " + QuoteToml(module.name) +
+                      " is a built-in handler; give the module another name "
+                      "(built-in: " +
+                      Join(handler_names_) + ")");
+    }
+    for (const ModuleConfig& other : config_.modules) {
+      if (other.name == module.name) {
+        return Fail(name->source().begin,
+                    label + " name: duplicate module name " +
+                        QuoteToml(module.name) + " (first at line " +
+                        std::to_string(other.where.line) + ")");
+      }
+    }
+    module.path_at = Position(path->source().begin);
+    // Relative to the file that names it, not to gearboxd's working directory.
+    const size_t slash = source_.rfind('/');
+    if (module.path[0] != '/' && slash != std::string::npos) {
+      module.path = source_.substr(0, slash + 1) + module.path;
+    }
+    config_.modules.push_back(std::move(module));
+    return true;
+  }
+
+  bool IsModule(std::string_view name) const {
+    return std::any_of(config_.modules.begin(), config_.modules.end(),
+                       [&](const ModuleConfig& m) { return m.name == name; });
+  }
+
   bool Routes(const toml::array& array) {
     routes_set_ = true;  // even when empty: "route = []" means no routes at all
     for (size_t i = 0; i < array.size(); ++i) {
@@ -261,15 +325,18 @@ class Loader {
     route.where = Position(table.source().begin);
     // The handler decides which other keys are valid, so it is read first.
     const toml::node* handler = table.get("handler");
+    std::vector<std::string_view> valid = handler_names_;
+    for (const ModuleConfig& m : config_.modules) valid.push_back(m.name);
     if (!handler) {
       return Fail(table.source().begin,
                   label + ": missing required key \"handler\" (one of " +
-                      Join(handler_names_) + ")");
+                      Join(valid) + ")");
     }
-    if (auto complaint =
-            OneOf(handler_names_, "handler", &route.handler)(*handler)) {
+    if (auto complaint = OneOf(valid, "handler", &route.handler)(*handler)) {
       return Fail(handler->source().begin, label + " handler: " + *complaint);
     }
+    route.handler_at = Position(handler->source().begin);
+    if (IsModule(route.handler)) return ModuleRoute(label, table, route);
     const HandlerSchema& schema =
         *FindSchema(vocabulary_.handlers, route.handler);
     if (schema.fault_test_only) {
@@ -281,12 +348,39 @@ class Loader {
                    " for handler " + QuoteToml(route.handler))) {
       return false;
     }
+    return AddRoute(label, table, route, &schema);
+  }
+
+  // A module's route: every key but path and handler goes, as written, to
+  // the module's create(), which checks it (daemon/modules/).
+  bool ModuleRoute(const std::string& label, const toml::table& table,
+                   RouteConfig& route) {
+    route.module = true;
+    std::vector<Field> fields = config_internal::RouteKeyFields(&route);
+    const size_t route_keys = fields.size();
+    for (auto [key, node] : InSourceOrder(table)) {
+      const bool route_key =
+          std::any_of(fields.begin(), fields.begin() + route_keys,
+                      [key = key](auto& f) { return f.name == key->str(); });
+      if (!route_key) {
+        fields.push_back(
+            {key->str(), config_internal::RawParam(key->str(), &route.params)});
+      }
+    }
+    if (!ReadTable(label, table, fields)) return false;
+    return AddRoute(label, table, route, nullptr);
+  }
+
+  // Checks what every route needs (a unique path) and a built-in handler's
+  // caps, and keeps it.
+  bool AddRoute(const std::string& label, const toml::table& table,
+                RouteConfig& route, const HandlerSchema* schema) {
     const toml::node* path = table.get("path");
     if (!path) {
       return Fail(table.source().begin,
                   label + ": missing required key \"path\"");
     }
-    if (!CapsHold(label, schema, route.params)) return false;
+    if (schema && !CapsHold(label, *schema, route.params)) return false;
     for (size_t j = 0; j < config_.routes.size(); ++j) {
       if (config_.routes[j].path == route.path) {
         return Fail(path->source().begin,

@@ -84,6 +84,20 @@ class Exchange {
   virtual Step Resume(const Wake& wake, Response& response) = 0;
 };
 
+// The threading contract. Every worker (a prefork child, a threadpool
+// thread, an async loop) builds its own instance of every handler, on its
+// own thread (a prefork child after fork), from the generation's RouteSet
+// (daemon/router.h). So:
+//  - An instance is only ever called by the worker that made it, one call at
+//    a time: its members need no locks, and it may own things that must not
+//    be shared across threads or fork (a pool of backend connections).
+//  - Under async one instance serves many exchanges at once, interleaved at
+//    their waits; under prefork and threadpool one at a time. A handler must
+//    not depend on either.
+//  - What instances share (the route's params, ServerInfo::stats) is
+//    read-only, or atomic as the stats region is.
+//  - The instance is destroyed on its worker's thread when the worker stops
+//    cleanly, after every exchange it started has ended.
 class Handler {
  public:
   virtual ~Handler() = default;

@@ -8,6 +8,7 @@
 #include "config/loader.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/logging.h"
+#include "daemon/modules/modules.h"
 #include "daemon/supervisor.h"
 #include "models/model.h"
 
@@ -87,19 +88,33 @@ int main(int argc, char** argv) {
   }
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = single;
-  if (test) {
-    fprintf(stderr, "gearboxd: configuration %s is valid\n",
-            config.source.c_str());
-    return 0;
-  }
   if (print) {
     fputs(gearbox::FormatConfig(config, gearbox::HandlerSchemas()).c_str(),
           stdout);
     return 0;
   }
-  gearbox::InitLogging(config.log.level);
-  gearbox::LogInfo("starting", "version={} model={} config={} pid={}", kVersion,
-                   config.server.model, gearbox::LogQuote(config.source),
-                   getpid());
-  return gearbox::RunSupervisor(std::move(config), path);
+  // -t says only what is wrong; a run logs what it loads.
+  gearbox::InitLogging(test ? "warn" : config.log.level);
+  if (!test) {
+    gearbox::LogInfo("starting", "version={} model={} config={} pid={}",
+                     kVersion, config.server.model,
+                     gearbox::LogQuote(config.source), getpid());
+  }
+  // Modules load here, in the master, before any worker exists (prefork
+  // children share the pages); -t loads them too, so a missing file, a wrong
+  // ABI or a route key a module rejects is a config error.
+  gearbox::ModulesResult modules = gearbox::Modules::Load(config);
+  if (auto* e = std::get_if<gearbox::ConfigError>(&modules)) {
+    fprintf(stderr, "%s\n", e->ToString().c_str());
+    return 2;
+  }
+  if (test) {
+    fprintf(stderr, "gearboxd: configuration %s is valid\n",
+            config.source.c_str());
+    return 0;
+  }
+  return gearbox::RunSupervisor(
+      std::move(config),
+      std::get<std::shared_ptr<const gearbox::Modules>>(std::move(modules)),
+      path);
 }

@@ -1,11 +1,25 @@
 #include "daemon/router.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace gearbox {
 
-Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info)
+Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
+               const Modules* modules, int worker)
     : info_(info) {
   for (const RouteConfig& route : routes) {
-    routes_.emplace(route.path, Route{MakeHandler(route, info_),
+    std::unique_ptr<Handler> handler =
+        route.module && modules
+            ? modules->MakeHandler(route.path, worker, info_.generation)
+            : MakeHandler(route, info_);
+    if (!handler) {
+      // The loader and Modules::Load checked every route: a broken invariant.
+      fprintf(stderr, "Router: no handler for route %s (handler %s)\n",
+              route.path.c_str(), route.handler.c_str());
+      abort();
+    }
+    routes_.emplace(route.path, Route{std::move(handler),
                                       route.timeout.value_or(Duration(0))});
   }
   RouteConfig not_found = DefaultRoute("", "text");

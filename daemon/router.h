@@ -1,4 +1,6 @@
-// Exact-path routing table built from [[route]] entries, one per generation.
+// Exact-path routing: one Router per worker, built from its generation's
+// RouteSet on the worker's own thread (after fork in a prefork child), so
+// every handler instance belongs to exactly one worker.
 #pragma once
 
 #include <memory>
@@ -10,6 +12,7 @@
 #include "config/config.h"
 #include "daemon/handler.h"
 #include "daemon/handlers/handlers.h"
+#include "daemon/modules/modules.h"
 
 namespace gearbox {
 
@@ -22,7 +25,11 @@ struct Route {
 
 class Router {
  public:
-  Router(const std::vector<RouteConfig>& routes, const ServerInfo& info);
+  // Makes a handler for every route: built-in ones from the handler table,
+  // module ones from `modules` (their worker_init runs now). `worker` is the
+  // worker's index within its generation.
+  Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
+         const Modules* modules = nullptr, int worker = 0);
 
   // The route for `path`, or the built-in 404 route; for "*" (OPTIONS *) an
   // empty 200. Its handler is never null.
@@ -32,7 +39,7 @@ class Router {
     return Match(path).handler.get();
   }
   // Serves `path` with `handler` (replacing any), for handlers that do not
-  // come from the handler table (tests; loadable modules).
+  // come from a RouteConfig (tests).
   void Add(std::string path, std::unique_ptr<Handler> handler,
            Duration timeout = Duration(0)) {
     routes_[std::move(path)] = Route{std::move(handler), timeout};
@@ -50,6 +57,20 @@ class Router {
   std::unordered_map<std::string, Route, Hash, std::equal_to<>> routes_;
   Route not_found_;
   Route server_options_;
+};
+
+// What every worker of a generation builds its Router from: shared by the
+// workers, read-only (and copied into each prefork child by fork).
+struct RouteSet {
+  std::vector<RouteConfig> routes;
+  ServerInfo info;  // the status handler reads info.stats, shared by all
+  std::shared_ptr<const Modules> modules;  // null: no [[module]]
+
+  // The calling worker's own handlers. Call it on the worker's thread: a
+  // module's worker_init runs here, and its log lines name this worker.
+  std::unique_ptr<Router> MakeRouter(int worker) const {
+    return std::make_unique<Router>(routes, info, modules.get(), worker);
+  }
 };
 
 }  // namespace gearbox

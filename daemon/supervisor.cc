@@ -19,6 +19,7 @@
 #include "daemon/logging.h"
 #include "daemon/metrics/lifetime_stats.h"
 #include "daemon/metrics/stats_reporter.h"
+#include "daemon/modules/modules.h"
 #include "daemon/request_log.h"
 #include "daemon/router.h"
 #include "models/model.h"
@@ -28,9 +29,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Members go in reverse: the model (its workers) before the modules.
 struct Generation {
   int number = 0;
   Config config;
+  std::shared_ptr<const Modules> modules;
   std::shared_ptr<StatsRegion> stats;
   std::unique_ptr<Model> model;
 };
@@ -62,8 +65,11 @@ uint64_t MonotonicUsec() {
 
 class Supervisor {
  public:
-  Supervisor(Config config, std::string path)
-      : path_(std::move(path)), first_config_(std::move(config)) {}
+  Supervisor(Config config, std::shared_ptr<const Modules> modules,
+             std::string path)
+      : path_(std::move(path)),
+        first_config_(std::move(config)),
+        first_modules_(std::move(modules)) {}
 
   int Run() {
     auto acquired = AcquireListeners(first_config_.listen);
@@ -77,7 +83,8 @@ class Supervisor {
               l.name, l.address, BoundAddress(l.fd), l.fd, l.from_systemd);
     }
     std::string error;
-    current_ = StartGeneration(first_config_, &error);
+    current_ =
+        StartGeneration(first_config_, std::move(first_modules_), &error);
     if (!current_) {
       LogError("start_failed", "error={}", LogQuote(error));
       ReleaseListeners(listeners_);
@@ -93,11 +100,15 @@ class Supervisor {
   }
 
  private:
-  std::unique_ptr<Generation> StartGeneration(const Config& config,
-                                              std::string* error) {
+  // `modules`: what Modules::Load made of config (loaded in this process,
+  // before any worker of the generation exists).
+  std::unique_ptr<Generation> StartGeneration(
+      const Config& config, std::shared_ptr<const Modules> modules,
+      std::string* error) {
     auto gen = std::make_unique<Generation>();
     gen->number = ++generation_counter_;
     gen->config = config;
+    gen->modules = std::move(modules);
     gen->model = MakeModel(config.server.model);
     if (!gen->model) {
       *error = "unknown model " + config.server.model;
@@ -110,7 +121,9 @@ class Supervisor {
     gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
     ctx.stats = gen->stats;
     ctx.request_log = std::make_shared<RequestLog>(config.log);
-    ServerInfo info;
+    auto routes = std::make_shared<RouteSet>();
+    routes->routes = config.routes;
+    ServerInfo& info = routes->info;
     info.model = config.server.model;
     info.generation = gen->number;
     info.started = started_;
@@ -118,7 +131,8 @@ class Supervisor {
     info.lifetime = lifetime_;
     info.live = LiveRegions();
     info.live.push_back(gen->stats);
-    ctx.router = std::make_shared<Router>(config.routes, info);
+    routes->modules = gen->modules;
+    ctx.routes = std::move(routes);
     Status s = gen->model->Start(ctx);
     if (!s.ok()) {
       *error = s.error;
@@ -148,18 +162,16 @@ class Supervisor {
             ? LoadConfigString(EmbeddedDefaultConfig(), "<embedded>", vocab)
             : LoadConfigFile(path_, vocab);
     if (auto* e = std::get_if<ConfigError>(&loaded)) {
-      LogError("reload_failed",
-               "error={} gen={} msg=\"keeping the running config\"",
-               LogQuote(e->ToString()), current_->number);
-      last_reload_error_ = e->ToString();
-      sd_notifyf(
-          0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
-          e->ToString().c_str(), current_->config.server.model.c_str(),
-          current_->number);
-      return;
+      return ReloadFailed(e->ToString(), "keeping the running config");
     }
     Config next = std::get<Config>(std::move(loaded));
     next.foreground = first_config_.foreground;
+    // A fresh copy of every module file: a rebuilt .so is picked up. A
+    // module that fails to load or rejects its route is a config error.
+    ModulesResult modules = Modules::Load(next);
+    if (auto* e = std::get_if<ConfigError>(&modules)) {
+      return ReloadFailed(e->ToString(), "keeping the running config");
+    }
     bool listen_changed = next.listen.size() != first_config_.listen.size();
     for (size_t i = 0; !listen_changed && i < next.listen.size(); ++i) {
       listen_changed =
@@ -174,19 +186,13 @@ class Supervisor {
     next.listen = first_config_.listen;
     SetLogLevel(next.log.level);
     std::string error;
-    auto fresh = StartGeneration(next, &error);
+    auto fresh = StartGeneration(
+        next, std::get<std::shared_ptr<const Modules>>(std::move(modules)),
+        &error);
     if (!fresh) {
       --generation_counter_;  // the number goes to the next generation that
                               // runs
-      LogError("reload_failed",
-               "error={} gen={} msg=\"keeping the running generation\"",
-               LogQuote(error), current_->number);
-      last_reload_error_ = error;
-      sd_notifyf(
-          0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
-          error.c_str(), current_->config.server.model.c_str(),
-          current_->number);
-      return;
+      return ReloadFailed(error, "keeping the running generation");
     }
     // Both generations accept on the same sockets for a moment; then the old
     // one stops accepting and finishes what it has.
@@ -201,6 +207,15 @@ class Supervisor {
     last_reload_error_.clear();
     sd_notifyf(0, "READY=1\nSTATUS=%s serving (generation %d)",
                current_->config.server.model.c_str(), current_->number);
+  }
+
+  void ReloadFailed(const std::string& error, const char* keeping) {
+    LogError("reload_failed", "error={} gen={} msg=\"{}\"", LogQuote(error),
+             current_->number, keeping);
+    last_reload_error_ = error;
+    sd_notifyf(
+        0, "READY=1\nSTATUS=reload failed: %s; serving %s (generation %d)",
+        error.c_str(), current_->config.server.model.c_str(), current_->number);
   }
 
   // Drains `gen` in its own thread until done or `deadline`.
@@ -317,6 +332,7 @@ class Supervisor {
 
   std::string path_;
   Config first_config_;
+  std::shared_ptr<const Modules> first_modules_;
   Listeners listeners_;
   std::unique_ptr<Generation> current_;
   std::list<Draining> draining_;
@@ -331,7 +347,8 @@ class Supervisor {
 
 }  // namespace
 
-int RunSupervisor(Config config, std::string config_path) {
+int RunSupervisor(Config config, std::shared_ptr<const Modules> modules,
+                  std::string config_path) {
   // Signals are taken synchronously by the supervisor thread: block them before
   // any thread exists so every thread inherits the mask.
   sigset_t set;
@@ -339,7 +356,8 @@ int RunSupervisor(Config config, std::string config_path) {
   for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  Supervisor supervisor(std::move(config), std::move(config_path));
+  Supervisor supervisor(std::move(config), std::move(modules),
+                        std::move(config_path));
   return supervisor.Run();
 }
 

@@ -104,7 +104,7 @@ struct AsyncCallbacks {
 AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
     : shared_(shared),
       stats_(stats),
-      cycle_{shared.router, &stats, shared.request_log, index},
+      cycle_{nullptr, &stats, shared.request_log, index},
       index_(index) {
   read_buffer_.resize(kReadBufferSize);
   env_.cycle = cycle_;
@@ -117,11 +117,7 @@ AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
 }
 
 AsyncLoop::~AsyncLoop() {
-  while (head_) {
-    DisarmHandlerFds(head_);
-    head_->conn.Abort(CloseReason::kDrain);
-    Close(head_);
-  }
+  CloseAll();
   for (event* e : listen_events_) {
     delete static_cast<ListenerArg*>(event_get_callback_arg(e));
     event_free(e);
@@ -175,8 +171,23 @@ void AsyncLoop::StartThread() {
 
 void AsyncLoop::Run() {
   stats_.tid.store(static_cast<int32_t>(gettid()));
+  // The loop's own handlers, on its thread: no connection is served before
+  // the dispatch below.
+  router_ = shared_.routes->MakeRouter(index_);
+  cycle_.router = router_.get();
+  env_.cycle = cycle_;
   event_base_dispatch(base_);
+  CloseAll();       // exchanges end before the handlers that made them
+  router_.reset();  // modules' worker_exit, on this thread
   exited_.store(true);
+}
+
+void AsyncLoop::CloseAll() {
+  while (head_) {
+    DisarmHandlerFds(head_);
+    head_->conn.Abort(CloseReason::kDrain);
+    Close(head_);
+  }
 }
 
 void AsyncLoop::Wake() {

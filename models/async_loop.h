@@ -22,7 +22,7 @@ namespace gearbox {
 // State every loop of one model shares (read-mostly).
 struct AsyncShared {
   const Listeners* listeners = nullptr;
-  const Router* router = nullptr;
+  const RouteSet* routes = nullptr;  // each loop makes its own Router
   const RequestLog* request_log = nullptr;
   LimitsConfig limits;
   // A callback longer than this is logged and counted; zero: not timed.
@@ -54,6 +54,7 @@ class AsyncLoop {
   friend struct AsyncCallbacks;
 
   void Run();
+  void CloseAll();
   void OnWake();
   void OnAccept(size_t listener_index);
   void SetAccepting(bool on);
@@ -88,6 +89,7 @@ class AsyncLoop {
   AsyncShared& shared_;
   WorkerStats& stats_;
   RequestCycle cycle_;
+  std::unique_ptr<Router> router_;  // made on the loop's thread, in Run()
   const int index_;
   event_base* base_ = nullptr;
   std::vector<event*> listen_events_;

@@ -31,7 +31,7 @@ class AsyncModel final : public Model {
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     shared_.listeners = ctx.listeners;
-    shared_.router = ctx.router.get();
+    shared_.routes = ctx.routes.get();
     shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
     shared_.stall_threshold = ctx.config.async.stall_threshold;

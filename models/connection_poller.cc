@@ -22,8 +22,8 @@ constexpr uint64_t kWakeTag = 1ull << 62;
 ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
                                    const std::atomic<bool>& draining)
     : ctx_(ctx), queue_(queue), draining_(draining) {
-  env_.cycle = {ctx.router.get(), &ctx.stats->Slot(0), ctx.request_log.get(),
-                0};
+  // No router: the poller never starts a request, a worker does.
+  env_.cycle = {nullptr, &ctx.stats->Slot(0), ctx.request_log.get(), 0};
   env_.limits = &ctx.config.limits;
   env_.draining = &draining;
   env_.request = &request_;

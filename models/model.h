@@ -29,7 +29,9 @@ struct Status {
 struct ModelContext {
   const Listeners* listeners =
       nullptr;  // owned by the supervisor, outlive models
-  std::shared_ptr<const Router> router;
+  // Each worker builds its own Router (its own handler instances) from
+  // this, on its own thread: routes->MakeRouter(worker index).
+  std::shared_ptr<const RouteSet> routes;
   std::shared_ptr<StatsRegion> stats;             // size >= SlotsNeeded(config)
   std::shared_ptr<const RequestLog> request_log;  // access/slow log
   ModelConfig config;

@@ -60,6 +60,11 @@ class ChildLoop {
 
   void SetUp();
   [[noreturn]] void Run();
+  // Clean exits end the handlers first (modules' worker_exit).
+  [[noreturn]] void Exit(int code) {
+    router_.reset();
+    _exit(code);
+  }
 
  private:
   void Serve(BlockingConnection& c, uint32_t listener);
@@ -79,6 +84,7 @@ class ChildLoop {
   Request request_;
   Response response_;
   BlockingContext bc_;
+  std::unique_ptr<Router> router_;  // this child's handlers, made after fork
   std::unique_ptr<PreforkPolicy> policy_;      // parks slow heads
   std::unique_ptr<PreforkPolicy> no_parking_;  // when parking failed
   uint64_t start_requests_ = 0;
@@ -104,8 +110,8 @@ void ChildLoop::SetUp() {
   stats_.pid.store(getpid());
   stats_.busy.store(0);
   InstallRequestKill(&stats_);
-  bc_.env.cycle = {ctx_.router.get(), &stats_, ctx_.request_log.get(),
-                   args_.slot};
+  router_ = ctx_.routes->MakeRouter(args_.slot);
+  bc_.env.cycle = {router_.get(), &stats_, ctx_.request_log.get(), args_.slot};
   bc_.env.limits = &ctx_.config.limits;
   bc_.env.draining = &g_draining;
   bc_.env.request = &request_;
@@ -170,7 +176,7 @@ void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
   if (!g_draining.load() && args_.max_requests > 0 &&
       stats_.requests.load() - start_requests_ >=
           static_cast<uint64_t>(args_.max_requests)) {
-    _exit(kChildRecycled);
+    Exit(kChildRecycled);
   }
 }
 
@@ -262,7 +268,7 @@ void ChildLoop::Run() {
       if (pfds[i].revents & POLLIN) AcceptFrom(i - first_listener);
     }
   }
-  _exit(kChildDrained);
+  Exit(kChildDrained);
 }
 
 }  // namespace

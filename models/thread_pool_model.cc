@@ -286,7 +286,10 @@ class ThreadPoolModel final : public Model {
     Request request;
     Response response;
     BlockingContext bc;
-    bc.env.cycle = {ctx_.router.get(), &stats, ctx_.request_log.get(),
+    // This thread's own handlers (modules' worker_init runs here).
+    const std::unique_ptr<Router> router =
+        ctx_.routes->MakeRouter(static_cast<int>(index));
+    bc.env.cycle = {router.get(), &stats, ctx_.request_log.get(),
                     static_cast<int>(index)};
     bc.env.limits = &ctx_.config.limits;
     bc.env.draining = &draining_;

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 from bench_servers import (  # noqa: E402
     HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, cpu_seconds, log, parse_httperf,
-    parse_wrk, rss_kib, sh, slab_kib, stop_all)
+    build_timerwait, parse_wrk, rss_kib, sh, slab_kib, stop_all)
 
 
 # Server configurations: (label, model, TOML section, size key, size, why).
@@ -67,6 +67,10 @@ WORKLOADS = {
     "hello": "/hello",
     "wait1ms": "/sleep?ms=1",
     "wait20ms": "/sleep?ms=20",
+    # The same waits through a module: a timerfd waited on with the handler fd
+    # wait (sdk/examples/timerwait.c), beside wait's timer: the fd path's cost.
+    "timerwait1ms": "/tw?ms=1",
+    "timerwait20ms": "/tw?ms=20",
     "burn": "/burn?us=200",
 }
 
@@ -89,6 +93,7 @@ class Bench:
         self.nginx_snippets = None
         self.done = 0
         self.total = 0
+        self.timerwait = None  # libtimerwait.so for /tw (main() builds it)
 
     # One wrk point. `cpu` maps a name to a callable returning the pids to measure.
     def wrk(self, server, path, workload, url, conc, duration, cpu, rss_of=None, tag=None,
@@ -304,7 +309,8 @@ def plan(args):
     if args.quick:
         return {
             "configs": ["async-1", "threadpool-64", "prefork-8"],
-            "direct": {"hello": [16, 64], "wait1ms": [16, 64], "wait20ms": [16], "burn": [16]},
+            "direct": {"hello": [16, 64], "wait1ms": [16, 64], "timerwait1ms": [16, 64],
+                       "wait20ms": [16], "burn": [16]},
             "nginx": {"hello": [16], "wait1ms": [16]},
             "nginx_tcp": {"hello": [16]},
             "ref_conc": [16, 64],
@@ -359,7 +365,8 @@ def run_config(bench, label, pl):
     """Every point of one server configuration: direct, through nginx over the unix
     socket and over TCP, the seed profile, the alternation, idle and slow clients."""
     d = pl["duration"]
-    gb = Gearbox(bench.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir)
+    gb = Gearbox(bench.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
+                 timerwait=bench.timerwait)
     gb.start()
     ngx = Nginx(bench.work, bench.confdir, bench.logdir, label)
     ngx.start(gb)
@@ -472,6 +479,7 @@ def main():
     meta["gearboxd_version"] = sh([binary, "-v"]).stdout.strip()
     meta["build"] = build_cmd
     bench = Bench(args, binary, out)
+    bench.timerwait, meta["timerwait_build"] = build_timerwait(bench.work)
     bench.total = count_points(pl)
     d = pl["duration"]
     failed = None

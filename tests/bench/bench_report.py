@@ -119,9 +119,9 @@ def quick_checks(runs, idle):
             check(f"{name}: no keep-alive connection dropped under a request",
                   r["err_read"] == 0 and r["err_write"] == 0,
                   f"read {r['err_read']}, write {r['err_write']}", fatal=False)
-        if r["workload"] == "wait1ms" and r["p50_ms"] is not None:
+        if r["workload"] in ("wait1ms", "timerwait1ms") and r["p50_ms"] is not None:
             check(f"{name}: p50 reflects the 1 ms wait", 0.9 <= r["p50_ms"] <= 50, f"p50 {r['p50_ms']:.2f} ms")
-        if r["workload"] == "wait20ms" and r["p50_ms"] is not None:
+        if r["workload"] in ("wait20ms", "timerwait20ms") and r["p50_ms"] is not None:
             check(f"{name}: p50 reflects the 20 ms wait", 19 <= r["p50_ms"] <= 200, f"p50 {r['p50_ms']:.2f} ms")
         if r.get("gearboxd_cpu_s") is not None and r["requests"] > 1000:
             check(f"{name}: gearboxd CPU time measured", r["gearboxd_cpu_s"] > 0, f"{r['gearboxd_cpu_s']:.2f} s")
@@ -473,6 +473,7 @@ class Report:
             add("")
 
         self._seed(add)
+        self._fd_wait(add)
         for w in self.workloads:
             self._workload(add, w)
         self._idle(add)
@@ -587,6 +588,35 @@ class Report:
                 f"{_f(r.get('foreign_cpu_cores'), 2)} |")
         add("\n</details>\n")
         self._commands(add, runs)
+
+    def _fd_wait(self, add):
+        """timerwait beside wait: the same wait as an fd wait through a module."""
+        rows = []
+        for timer, fd in (("wait1ms", "timerwait1ms"), ("wait20ms", "timerwait20ms")):
+            for a in self.runs:
+                if a["kind"] != "wrk" or a["workload"] != timer or a.get("tag"):
+                    continue
+                b = next((x for x in self.runs if x["kind"] == "wrk" and x["workload"] == fd
+                          and x["server"] == a["server"] and x["path"] == a["path"]
+                          and x["conc"] == a["conc"] and not x.get("tag")), None)
+                if b:
+                    rows.append((timer, fd, a, b))
+        if not rows:
+            return
+        add("## Waiting on an fd: `timerwait` beside `wait`\n")
+        add("`wait` (`/sleep?ms=N`) asks for a timer; `timerwait` (`/tw?ms=N`, the example module "
+            "`sdk/examples/timerwait.c`, built with `cc -O2`) arms a timerfd and waits for it to become "
+            "readable through the handler fd wait: prefork and threadpool `poll()` it with the client's "
+            "socket, async registers a libevent event. The difference is what the fd path and the module "
+            "boundary cost.\n")
+        add("| server | path | c | wait req/s | timerwait req/s | ratio | wait p50 ms | timerwait p50 ms "
+            "| wait µs/req | timerwait µs/req |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
+        for timer, fd, a, b in rows:
+            add(f"| {a['server']} | {a['path']} | {a['conc']} | {a['rps']:,.0f} ({timer}) | {b['rps']:,.0f} | "
+                f"{_f(_ratio(b['rps'], a['rps']), 2)} | {_f(a['p50_ms'], 2)} | {_f(b['p50_ms'], 2)} | "
+                f"{_f(a.get('gearboxd_cpu_us_per_req'), 1)} | {_f(b.get('gearboxd_cpu_us_per_req'), 1)} |")
+        add("")
 
     def _slow(self, add):
         slow = [i for i in self.idle if i["kind"] == "slow"]

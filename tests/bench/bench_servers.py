@@ -153,12 +153,56 @@ def stop_all():
             stop_proc(p, signal.SIGTERM, 10)
 
 
+# The embedded default's routes (config/default.toml), written out because a file
+# with a [[route]] of its own gets no defaults, plus /tw: the timerwait example
+# module (sdk/examples/timerwait.c), the same wait as /sleep but through a timerfd
+# and the handler fd wait instead of a timer.
+ROUTES = """
+[[route]]
+path = "/hello"
+handler = "text"
+body = "hello world\\n"
+
+[[route]]
+path = "/sleep"
+handler = "wait"
+ms = 1
+max_ms = 10000
+
+[[route]]
+path = "/echo"
+handler = "echo"
+
+[[route]]
+path = "/burn"
+handler = "burn"
+us = 200
+
+[[route]]
+path = "/status"
+handler = "status"
+"""
+
+
+def build_timerwait(work):
+    """sdk/examples/timerwait.c built the way a module author builds it."""
+    so = os.path.join(work, "libtimerwait.so")
+    cmd = ["cc", "-O2", "-shared", "-fPIC", "-I", os.path.join(ROOT, "sdk", "include"),
+           os.path.join(ROOT, "sdk", "examples", "timerwait.c"), "-o", so]
+    r = sh(cmd)
+    if r.returncode != 0:
+        raise RuntimeError(f"building timerwait failed: {' '.join(cmd)}\n{r.stderr}")
+    return so, " ".join(cmd)
+
+
 class Gearbox:
     """One gearboxd: `cfg` is a CONFIGS row; `tag` names its files (A/B sides);
     `extra` is TOML merged into the generated config (merge_toml); `sock_name` its
-    unix socket in `work` (two running at once need two)."""
+    unix socket in `work` (two running at once need two); `timerwait` a built
+    libtimerwait.so served at /tw (build_timerwait)."""
 
-    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None, sock_name="http.sock"):
+    def __init__(self, binary, cfg, work, logdir, confdir, tag=None, extra=None, sock_name="http.sock",
+                 timerwait=None):
         self.label, self.model, self.section, self.key, self.size, _ = cfg
         self.binary = binary
         self.port = free_port()
@@ -167,6 +211,7 @@ class Gearbox:
         self.conf = os.path.join(confdir, f"gearbox-{name}.toml")
         self.logfile = os.path.join(logdir, f"gearboxd-{name}.log")
         self.extra = extra
+        self.timerwait = timerwait
         self.proc = None
 
     def write_config(self):
@@ -195,6 +240,17 @@ unix_mode = 0o666
 [limits]
 max_connections = 30000
 """
+        if self.timerwait:
+            text += f"""
+[[module]]
+name = "timerwait"
+path = "{self.timerwait}"
+
+[[route]]
+path = "/tw"
+handler = "timerwait"
+max_ms = 10000
+""" + ROUTES
         if self.extra:
             text = merge_toml(text, self.extra)
         with open(self.conf, "w") as f:

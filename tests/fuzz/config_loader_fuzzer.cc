@@ -82,9 +82,20 @@ void CheckConfig(const Config& c, const std::string& text) {
     if (!names.insert(l.name).second) fail("duplicate listener name accepted");
     if (l.name.empty()) fail("empty listener name");
   }
+  std::set<std::string> modules;
+  for (const ModuleConfig& m : c.modules) {
+    if (!modules.insert(m.name).second) fail("duplicate module name accepted");
+    if (FindSchema(HandlerSchemas(), m.name)) fail("module named a built-in");
+    if (m.path.empty()) fail("module without a path");
+  }
   for (const RouteConfig& r : c.routes) {
     if (r.path.empty() || r.path[0] != '/') fail("route path without '/'");
     if (!paths.insert(r.path).second) fail("duplicate route path accepted");
+    if (r.module) {
+      // Its keys are the module's to check (at load, not in config/).
+      if (!modules.count(r.handler)) fail("module route without its module");
+      continue;
+    }
     const HandlerSchema* schema = FindSchema(HandlerSchemas(), r.handler);
     if (!schema) {
       fail("route with a handler not in the table");

@@ -17,7 +17,11 @@
 #   5. the same life with scriptlets, in a throwaway overlay of this machine's root
 #      (private mount namespace: the host is not touched): %pre creates the gearbox
 #      user and group, every scriptlet exits 0 on install, upgrade and erase. Without
-#      overlayfs or a private mount namespace the test fails (it never skips this).
+#      overlayfs or a private mount namespace the test fails (it never skips this);
+#   6. gearbox-devel: its payload, then, installed with gearbox in a scratch root, an
+#      example module built from the installed sources against the installed header
+#      and gearbox.pc only, put in the module directory and served by the installed
+#      gearboxd.
 #
 # Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
 # nginx_test.sh), RPM_TEST_FROM_SOURCE=1 builds release 1 from source with Bazel
@@ -38,7 +42,7 @@ fail() { echo "rpm_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
 need rpm:rpm rpmbuild:rpm rpm2cpio:rpm2cpio rpmlint:rpmlint cpio:cpio git:git \
-  useradd:passwd mount:mount awk:mawk promtool:prometheus
+  useradd:passwd mount:mount awk:mawk promtool:prometheus pkg-config:pkgconf cc:gcc curl:curl
 
 # --- 4./5. life cycle ----------------------------------------------------------------
 # lifecycle ROOT LABEL RPMFLAGS...: install 1, edit the config, upgrade to 2 and 3,
@@ -110,7 +114,7 @@ lifecycle() {
   [[ ! -e "$conf" ]] || fail "[$label] /etc/gearbox/gearbox.toml left behind"
   for f in usr/sbin/gearboxd usr/lib/systemd/system/gearbox.service usr/lib/systemd/system/gearbox.socket \
            usr/lib/systemd/system/gearbox-fastcgi.socket usr/lib/sysusers.d/gearbox.conf \
-           usr/share/gearbox usr/share/doc/gearbox usr/share/licenses/gearbox \
+           usr/share/gearbox usr/share/doc/gearbox usr/share/licenses/gearbox usr/lib64/gearbox \
            usr/share/man/man8/gearboxd.8.gz; do
     [[ ! -e "$r/$f" ]] || fail "[$label] /$f left behind after erase"
   done
@@ -149,7 +153,7 @@ build() {  # OUTDIR TREE RELEASE [build-rpm.sh args]
   say "build-rpm.sh --release $rel $* (tree $tree)" >&2
   "$tree/packaging/rpm/build-rpm.sh" --release "$rel" --outdir "$out" "$@" \
     > "$out.log" 2>&1 || { tail -40 "$out.log" >&2; fail "build-rpm.sh failed (log: $out.log)"; }
-  find "$out" -name "gearbox-*-$rel.*.rpm" ! -name '*.src.rpm' | head -1
+  find "$out" -name "gearbox-[0-9]*-$rel.*.rpm" ! -name '*.src.rpm' | head -1
 }
 
 if [[ "${RPM_TEST_FROM_SOURCE:-0}" == 1 ]]; then
@@ -165,12 +169,13 @@ git -C "$root" ls-files -z --cached --others --exclude-standard |
   tar -C "$root" --ignore-failed-read --null -T - -cf - | tar -C "$work/tree3" -xf -
 echo "# release 3 changed this file" >> "$work/tree3/packaging/config/gearbox.toml"
 rpm3=$(build "$work/r3" "$work/tree3" 3 --prebuilt "$GEARBOXD")
-for r in "$rpm1" "$rpm2" "$rpm3"; do [[ -f "$r" ]] || fail "missing package ($r)"; done
+devel1=$(find "$work/r1" -name "gearbox-devel-[0-9]*-1.*.rpm" | head -1)
+for r in "$rpm1" "$rpm2" "$rpm3" "$devel1"; do [[ -f "$r" ]] || fail "missing package ($r)"; done
 say "built: $(basename "$rpm1") $(basename "$rpm2") $(basename "$rpm3")"
 
 # --- 2. rpmlint --------------------------------------------------------------------
 # Allowed findings, each explained in packaging/rpm/RPMLINT.md.
-allowed='^(gearbox\.x86_64|gearbox\.[a-z0-9_]+): (E: no-signature|E: no-packager-tag|W: no-url-tag|W: no-manual-page-for-binary gearboxd|W: invalid-license LicenseRef-gearbox-unspecified)$|^gearbox\.spec: W: invalid-url Source0: gearbox-[0-9.]+\.tar\.gz$'
+allowed='^gearbox(-devel)?\.[a-z0-9_]+: (E: no-signature|E: no-packager-tag|W: no-url-tag)$|^gearbox\.[a-z0-9_]+: W: no-manual-page-for-binary gearboxd$|^gearbox-devel\.[a-z0-9_]+: (W: no-documentation|W: requires-on-release gearbox\([a-z0-9_-]+\) = [0-9.]+-1)$|^gearbox\.spec: W: invalid-url Source0: gearbox-[0-9.]+\.tar\.gz$'
 lint() {  # FILE
   local out
   out=$(rpmlint -c "$root/packaging/rpm/rpmlint.toml" "$1" 2>&1) || true
@@ -181,6 +186,7 @@ lint() {  # FILE
   [[ -z "$unexpected" ]] || fail "rpmlint findings not in RPMLINT.md:"$'\n'"$unexpected"
 }
 lint "$rpm1"
+lint "$devel1"
 lint "$root/packaging/rpm/gearbox.spec"
 
 # --- 3. payload --------------------------------------------------------------------
@@ -194,6 +200,8 @@ expected="drwxr-xr-x root:root - /etc/gearbox
 -rw-r--r-- root:root - /usr/lib/systemd/system/gearbox.service
 -rw-r--r-- root:root - /usr/lib/systemd/system/gearbox.socket
 -rw-r--r-- root:root - /usr/lib/sysusers.d/gearbox.conf
+drwxr-xr-x root:root - /usr/lib64/gearbox
+drwxr-xr-x root:root - /usr/lib64/gearbox/modules
 -rwxr-xr-x root:root - /usr/sbin/gearboxd
 drwxr-xr-x root:root - /usr/share/doc/gearbox
 -rw-r--r-- root:root d /usr/share/doc/gearbox/README.md
@@ -210,6 +218,7 @@ drwxr-xr-x root:root - /usr/share/gearbox/prometheus
 -rw-r--r-- root:root - /usr/share/gearbox/prometheus/gearbox.yml
 drwxr-xr-x root:root - /usr/share/licenses/gearbox
 -rw-r--r-- root:root l /usr/share/licenses/gearbox/COPYING
+-rw-r--r-- root:root l /usr/share/licenses/gearbox/LICENSE
 -rw-r--r-- root:root d /usr/share/man/man8/gearboxd.8.gz"
 if [[ "$actual" != "$expected" ]]; then
   diff <(echo "$expected") <(echo "$actual") >&2 || true
@@ -281,4 +290,73 @@ RPM_TEST_RPM1=$rpm1 RPM_TEST_RPM2=$rpm2 RPM_TEST_RPM3=$rpm3 RPM_TEST_WORK=$work 
   fail "life cycle with scriptlets failed"
 [[ $(cat /etc/passwd /etc/group | sha256sum) == "$host_ids" ]] ||
   fail "the host's /etc/passwd or /etc/group changed"
+# --- 6. gearbox-devel ---------------------------------------------------------------
+say "gearbox-devel payload"
+actual=$(rpm -qp --qf '[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES}\n]' "$devel1" |
+  awk '{ if (NF == 3) print $1, $2, "-", $3; else print }')
+expected="drwxr-xr-x root:root - /usr/include/gearbox
+-rw-r--r-- root:root - /usr/include/gearbox/module.h
+-rw-r--r-- root:root - /usr/include/gearbox/module.hpp
+-rw-r--r-- root:root - /usr/lib64/pkgconfig/gearbox.pc
+drwxr-xr-x root:root - /usr/share/gearbox/examples
+-rw-r--r-- root:root - /usr/share/gearbox/examples/hello.c
+-rw-r--r-- root:root - /usr/share/gearbox/examples/timerwait.c
+drwxr-xr-x root:root - /usr/share/licenses/gearbox-devel
+-rw-r--r-- root:root l /usr/share/licenses/gearbox-devel/LICENSE"
+if [[ "$actual" != "$expected" ]]; then
+  diff <(echo "$expected") <(echo "$actual") >&2 || true
+  fail "gearbox-devel payload differs from the expected list (< expected, > actual)"
+fi
+rpm -qp --requires "$devel1" | grep -q '^gearbox(x86-64) = ' || fail "gearbox-devel does not require gearbox"
+rpm -qp --qf '%{LICENSE}\n' "$rpm1" | grep -qx 'Apache-2.0 AND MIT' || fail "License: is not Apache-2.0 AND MIT"
+
+say "=== gearbox + gearbox-devel in a scratch root: build an example, load it ==="
+dr=$work/devroot
+mkdir -p "$dr"
+rpm --root "$dr" --dbpath /var/lib/rpm --initdb
+rpm --root "$dr" --dbpath /var/lib/rpm --force-debian -i --nodeps --noscripts "$rpm1" "$devel1" ||
+  fail "installing gearbox and gearbox-devel failed"
+# pkg-config as on the installed system, with the scratch root as the sysroot.
+pc() { PKG_CONFIG_LIBDIR=$dr/usr/lib64/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dr pkg-config "$@"; }
+moduledir=$(PKG_CONFIG_LIBDIR=$dr/usr/lib64/pkgconfig pkg-config --variable=moduledir gearbox)
+[[ "$moduledir" == /usr/lib64/gearbox/modules && -d "$dr$moduledir" ]] ||
+  fail "gearbox.pc moduledir $moduledir is not the packaged module directory"
+mkdir -p "$work/devbuild"
+cp "$dr/usr/share/gearbox/examples/timerwait.c" "$work/devbuild/"
+say "cc -shared -fPIC $(pc --cflags gearbox) timerwait.c -o libtimerwait.so"
+(cd "$work/devbuild" && cc -shared -fPIC $(pc --cflags gearbox) timerwait.c -o libtimerwait.so) ||
+  fail "the example does not build against the installed devel files"
+install -m 0755 "$work/devbuild/libtimerwait.so" "$dr$moduledir/"
+cat > "$work/devbuild/tw.toml" <<EOT
+[server]
+model = "async"
+[[listen]]
+address = "127.0.0.1:0"
+[[module]]
+name = "timerwait"
+path = "$dr$moduledir/libtimerwait.so"
+[[route]]
+path = "/tw"
+handler = "timerwait"
+EOT
+"$dr/usr/sbin/gearboxd" -t -c "$work/devbuild/tw.toml" || fail "the installed gearboxd rejects the module"
+: > "$work/devbuild/gearboxd.log"  # exists before the background job opens it
+"$dr/usr/sbin/gearboxd" -c "$work/devbuild/tw.toml" >> "$work/devbuild/gearboxd.log" 2>&1 &
+gpid=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's/.*event=listening .*bound=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/devbuild/gearboxd.log" | head -1)
+  [[ -n "$port" ]] && break
+  sleep 0.05
+done
+body=$(curl -s --max-time 5 "http://127.0.0.1:$port/tw?ms=20" || true)
+kill -TERM "$gpid"
+wait "$gpid" || fail "gearboxd did not stop cleanly"
+[[ "$body" == "waited 20 ms" ]] || { cat "$work/devbuild/gearboxd.log" >&2; fail "/tw?ms=20 answered '$body'"; }
+say "the module built from gearbox-devel answers: $body"
+rpm --root "$dr" --dbpath /var/lib/rpm --force-debian -e --nodeps --noscripts gearbox-devel ||
+  fail "rpm -e gearbox-devel failed"
+for f in usr/include/gearbox usr/lib64/pkgconfig/gearbox.pc usr/share/gearbox/examples; do
+  [[ ! -e "$dr/$f" ]] || fail "/$f left behind after erasing gearbox-devel"
+done
 say "PASS"

@@ -152,6 +152,30 @@ cp /root/gearbox.toml.good "$conf"
 systemctl reload gearbox || fail "reload after restoring the config"
 say "  refused, still active and serving threadpool"
 
+# --- a module under the sandbox (MemoryDenyWriteExecute=, ProtectSystem=strict, ...)
+say "a module: gearbox-devel, timerwait built from its example, served in every model"
+rpm -i --force-debian --nodeps /gbtest/gearbox-devel.rpm
+# EL's pkg-config searches /usr/lib64/pkgconfig; Debian's (this container) does not.
+export PKG_CONFIG_PATH=/usr/lib64/pkgconfig
+moduledir=$(pkg-config --print-errors --variable=moduledir gearbox) || fail "pkg-config gearbox"
+cc -shared -fPIC $(pkg-config --cflags gearbox) /usr/share/gearbox/examples/timerwait.c \
+  -o "$moduledir/libtimerwait.so" || fail "building the example against gearbox-devel"
+printf '\n[[module]]\nname = "timerwait"\npath = "%s/libtimerwait.so"\n[[route]]\npath = "/tw"\nhandler = "timerwait"\n' \
+  "$moduledir" >> "$conf"
+for model in prefork async threadpool; do
+  sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
+  systemctl reload gearbox || fail "systemctl reload with a module ($model)"
+  wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "/status does not show $model"
+  for base in "$http" "$fcgi"; do
+    body=$(curl -sS --max-time 5 -f "$base/tw?ms=20") || fail "[$model] GET $base/tw"
+    [[ "$body" == "waited 20 ms" ]] || fail "[$model] $base/tw said '$body'"
+  done
+done
+say "  /tw answers through both sockets under every model (gearbox.service's sandbox)"
+cp /root/gearbox.toml.good "$conf"
+systemctl reload gearbox || fail "reload without the module"
+wait_for "[[ \$(status_model $http) == threadpool ]]" 10 || fail "not back to threadpool"
+
 # --- restart and stop under load ---------------------------------------------------
 say "systemctl restart gearbox during wrk -c8 -d6s (socket stays open: no failed request)"
 wrk -t2 -c8 -d6s --timeout 10s "$http/sleep?ms=1" > /root/wrk.out 2>&1 &

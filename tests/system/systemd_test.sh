@@ -59,13 +59,15 @@ find_gearboxd
 say "building the RPM (prebuilt $GEARBOXD)"
 "$root/packaging/rpm/build-rpm.sh" --prebuilt "$GEARBOXD" --outdir "$work/rpm" > "$work/rpm.log" 2>&1 ||
   { tail -30 "$work/rpm.log" >&2; fail "build-rpm.sh"; }
-rpmfile=$(find "$work/rpm" -name 'gearbox-*.x86_64.rpm' -o -name 'gearbox-*.aarch64.rpm' | head -1)
-[[ -f "$rpmfile" ]] || fail "no RPM built"
+rpmfile=$(find "$work/rpm" -name 'gearbox-[0-9]*.x86_64.rpm' -o -name 'gearbox-[0-9]*.aarch64.rpm' | head -1)
+develfile=$(find "$work/rpm" -name 'gearbox-devel-[0-9]*.rpm' | head -1)
+[[ -f "$rpmfile" && -f "$develfile" ]] || fail "no RPM built"
 
 # The container image: an overlay of / (changes land in $work/upper), plus the test
 # files and a unit that runs the driver and powers the container off.
 mkdir -p "$work/upper/gbtest" "$work/upper/etc/systemd/system" "$work/overlay-work" "$work/image" "$work/out"
 cp "$rpmfile" "$work/upper/gbtest/gearbox.rpm"
+cp "$develfile" "$work/upper/gbtest/gearbox-devel.rpm"
 cp "$root/tests/system/systemd_driver.sh" "$work/upper/gbtest/driver.sh"
 cat > "$work/upper/etc/systemd/system/gbtest.service" <<'EOF'
 [Unit]

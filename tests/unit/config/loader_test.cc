@@ -423,7 +423,8 @@ TEST(LoaderErrorTest, TomlSyntax) {
 TEST(LoaderErrorTest, UnknownTable) {
   ExpectError("[server]\nmodel = \"async\"\n\n[serverz]\nx = 1\n", 4, 2,
               "unknown table [serverz] (valid tables: server, listen, "
-              "prefork, threadpool, async, limits, log, metrics, route)");
+              "prefork, threadpool, async, limits, log, metrics, module, "
+              "route)");
   ExpectError("model = \"async\"\n", 1, 1, "unknown top-level key \"model\"");
 }
 

@@ -103,6 +103,24 @@ TEST(RouterTest, UnknownPathIs404AndNeverNull) {
   EXPECT_EQ(router.info().model, "threadpool");
 }
 
+// Each worker builds its own Router from the generation's RouteSet: no
+// handler instance is shared between two workers, and all see the same
+// routes and server facts.
+TEST(RouterTest, EachWorkerGetsItsOwnHandlers) {
+  RouteSet set;
+  set.routes = Routes();
+  set.info = Info();
+  std::unique_ptr<Router> a = set.MakeRouter(0);
+  std::unique_ptr<Router> b = set.MakeRouter(1);
+  for (const RouteConfig& route : set.routes) {
+    EXPECT_NE(a->Find(route.path), b->Find(route.path)) << route.path;
+    EXPECT_NE(a->Find(route.path), a->Find("/nope")) << route.path;
+  }
+  EXPECT_EQ(Serve(*a, Get("/hello")).response.body, "hello world\n");
+  EXPECT_EQ(Serve(*b, Get("/hello")).response.body, "hello world\n");
+  EXPECT_EQ(b->info().generation, 3);
+}
+
 TEST(RouterTest, EmptyRouteTableServes404) {
   Router router({}, Info());
   EXPECT_EQ(Serve(router, Get("/")).response.status, 404);

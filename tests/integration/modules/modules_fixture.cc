@@ -1,0 +1,145 @@
+#include "tests/integration/modules/modules_fixture.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace gearbox::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+// The parent pid field of /proc/PID/stat, or -1.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return state == "Z" ? -1 : ppid;
+}
+
+}  // namespace
+
+std::string Runfile(const std::string& relative) {
+  char resolved[PATH_MAX];
+  if (!realpath(relative.c_str(), resolved)) {
+    ADD_FAILURE() << "runfile " << relative << " not found (cwd is the "
+                  << "runfiles root under bazel test)";
+    return "";
+  }
+  return resolved;
+}
+
+std::string ModuleTable(const std::string& name, const std::string& path) {
+  return "[[module]]\nname = \"" + name + "\"\npath = \"" + path + "\"\n\n";
+}
+
+std::string ModelSections(int workers) {
+  const std::string n = std::to_string(workers);
+  return "[threadpool]\nthreads = " + n + "\nqueue = 1024\n\n" +
+         "[prefork]\nworkers = " + n + "\n\n" + "[async]\nloops = 1\n\n" +
+         "[limits]\nmax_connections = 10000\n\n";
+}
+
+void ModuleTest::StartWith(const std::string& sections, bool default_routes) {
+  DaemonConfig config;
+  config.model = ModelUnderTest();
+  config.sections = sections;
+  config.default_routes = default_routes;
+  std::string error;
+  daemon_ = Daemon::Start(config, &error);
+  ASSERT_NE(daemon_, nullptr) << error;
+}
+
+void ModuleTest::TearDown() {
+  if (HasFailure() && daemon_) {
+    std::string log = daemon_->Log();
+    if (log.size() > 8000) log = "..." + log.substr(log.size() - 8000);
+    ADD_FAILURE() << "model=" << ModelUnderTest() << " gearboxd log:\n" << log;
+  }
+  daemon_.reset();
+}
+
+std::vector<pid_t> ProcessTree(pid_t pid) {
+  std::vector<pid_t> tree = {pid};
+  for (const std::string& name : Entries("/proc")) {
+    const pid_t p = static_cast<pid_t>(atol(name.c_str()));
+    if (p > 0 && p != pid && ParentOf(p) == pid) tree.push_back(p);
+  }
+  return tree;
+}
+
+int TreeFdCount(pid_t pid) {
+  int n = 0;
+  for (pid_t p : ProcessTree(pid)) {
+    n += static_cast<int>(Entries("/proc/" + std::to_string(p) + "/fd").size());
+  }
+  return n;
+}
+
+int TreeEpollWatches(pid_t pid) {
+  int watches = 0;
+  for (pid_t p : ProcessTree(pid)) {
+    const std::string proc = "/proc/" + std::to_string(p);
+    for (const std::string& fd : Entries(proc + "/fd")) {
+      char target[128] = {};
+      if (readlink((proc + "/fd/" + fd).c_str(), target, sizeof target - 1) <
+              0 ||
+          std::string(target) != "anon_inode:[eventpoll]") {
+        continue;
+      }
+      std::ifstream info(proc + "/fdinfo/" + fd);
+      for (std::string line; std::getline(info, line);) {
+        if (line.rfind("tfd:", 0) == 0) ++watches;
+      }
+    }
+  }
+  return watches;
+}
+
+Burst ConcurrentGets(int port, const std::string& target, int n,
+                     Millis timeout) {
+  std::vector<Connection> connections;
+  Burst burst;
+  for (int i = 0; i < n; ++i) connections.push_back(Connection::Open(port));
+  const auto start = Clock::now();
+  const std::string request = GetRequest(target, "Connection: close\r\n");
+  for (Connection& c : connections) {
+    if (c.ok()) c.Send(request);
+  }
+  for (Connection& c : connections) {
+    if (!c.ok()) {
+      HttpResponse failed;
+      failed.error = "connect: " + c.error();
+      burst.responses.push_back(failed);
+      continue;
+    }
+    burst.responses.push_back(c.ReadResponse(timeout));
+  }
+  burst.elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return burst;
+}
+
+}  // namespace gearbox::testing
