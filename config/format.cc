@@ -166,7 +166,8 @@ std::string FormatConfig(const Config& c,
   }
 
   out << "\n[metrics]\n"
-      << "interval = " << Dur(c.metrics.interval) << "\n";
+      << "interval = " << Dur(c.metrics.interval) << "\n"
+      << "advice_after = " << Dur(c.metrics.advice_after) << "\n";
 
   for (const RouteConfig& r : c.routes) {
     FormatRoute(r, FindSchema(handlers, r.handler), out);

@@ -29,8 +29,45 @@ struct RequestCycle {
 struct RequestTiming {
   uint64_t start_us = 0;  // handler start
   uint64_t queue_us = 0;  // ready -> handler start
+  uint32_t route = 0;     // route id (Router::Match)
   bool waited = false;
+  bool in_wait = false;        // parked now (between WaitBegins and WaitEnds)
+  bool cpu_sampled = false;    // this request's thread CPU time is read
+  uint64_t cpu_mark_ns = 0;    // thread CPU clock when the current run began
+  uint64_t cpu_ns = 0;         // on-CPU time of the runs that ended
+  uint64_t wait_since_us = 0;  // machine clock when the current wait began
+  uint64_t wait_us = 0;        // time parked in handler waits so far
 };
+
+inline uint64_t MicrosOf(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          t.time_since_epoch())
+          .count());
+}
+
+// The machine parks the exchange (it enters its handler-wait phase) at `now`:
+// the on-CPU run ends and the wait clock starts. Any kind of wait (timer or
+// fds) counts the same: what the advisor needs is time not on the CPU.
+inline void WaitBegins(RequestTiming& timing,
+                       std::chrono::steady_clock::time_point now) {
+  timing.waited = true;
+  timing.in_wait = true;
+  timing.wait_since_us = MicrosOf(now);
+  if (timing.cpu_sampled) timing.cpu_ns += ThreadCpuSince(timing.cpu_mark_ns);
+}
+
+// The machine takes the exchange up again at `now` (to resume or finish it),
+// possibly on another thread: a new on-CPU run starts there.
+inline void WaitEnds(RequestTiming& timing,
+                     std::chrono::steady_clock::time_point now) {
+  if (!timing.in_wait) return;
+  timing.in_wait = false;
+  const uint64_t now_us = MicrosOf(now);
+  if (now_us > timing.wait_since_us)
+    timing.wait_us += now_us - timing.wait_since_us;
+  if (timing.cpu_sampled) timing.cpu_mark_ns = ThreadCpuNanos();
+}
 
 // Starts the exchange for `request`; marks the worker busy and the request in
 // flight until FinishRequest(). `ready_us` is when the connection was found
@@ -40,10 +77,24 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
                                               uint64_t ready_us,
                                               RequestTiming& timing) {
   WorkerStats& stats = *cycle.stats;
+  const RouteMatch match = cycle.router->Match(request.path);
+  timing = RequestTiming{};
+  timing.route = match.route;
   timing.start_us = NowMicros();
+  // Sampled per route (not per worker): a fixed stride over alternating
+  // routes would otherwise always land on the same one.
+  RouteCounters& route = stats.routes[match.route];
+  const uint64_t started = route.started.load(std::memory_order_relaxed);
+  route.started.store(started + 1, std::memory_order_relaxed);
+  const uint64_t last = route.last_sample_us.load(std::memory_order_relaxed);
+  timing.cpu_sampled = started % kCpuSampleEvery == 0 ||
+                       timing.start_us - last >= kCpuSampleMaxGapUs;
+  if (timing.cpu_sampled) {
+    route.last_sample_us.store(timing.start_us, std::memory_order_relaxed);
+    timing.cpu_mark_ns = ThreadCpuNanos();
+  }
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
-  timing.waited = false;
   stats.queue_wait.Record(timing.queue_us);
   // An async loop has many requests in flight on one slot: the slot is busy
   // while any is, and shows the oldest one.
@@ -54,7 +105,7 @@ inline std::unique_ptr<Exchange> BeginRequest(const RequestCycle& cycle,
     stats.current_start_us.store(timing.start_us, std::memory_order_relaxed);
     stats.SetCurrentPath(request.path);
   }
-  return cycle.router->Find(request.path)->Start(request);
+  return match.handler->Start(request);
 }
 
 // Serializes the response and counts it. `request` needs valid method/path only
@@ -69,6 +120,19 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
   close = codec.AppendResponse(request, response, close, out);
   const uint64_t duration = NowMicros() - timing.start_us;
   stats.service.Record(duration);
+  RouteCounters& route = stats.routes[timing.route];
+  Bump(route.requests);
+  Bump(route.service_us, duration);
+  Bump(route.queue_us, timing.queue_us);
+  if (timing.wait_us) Bump(route.wait_us, timing.wait_us);
+  if (timing.cpu_sampled) {
+    // A request finished while parked (cut short) has no run to close.
+    const uint64_t cpu =
+        timing.cpu_ns +
+        (timing.in_wait ? 0 : ThreadCpuSince(timing.cpu_mark_ns));
+    Bump(route.cpu_ns, cpu);
+    Bump(route.cpu_samples);
+  }
   Bump(stats.requests);
   stats.CountStatus(response.status);
   Bump(stats.bytes_out, out.size() - before);
