@@ -97,6 +97,9 @@ struct LogConfig {
 
 struct MetricsConfig {
   Duration interval = std::chrono::seconds(10);
+  // event=advice is logged once the model advisor's pick has differed from the
+  // configured model this long; zero: never.
+  Duration advice_after = std::chrono::minutes(5);
 };
 
 // One [[module]]: a handler kind from a shared object (gearbox/module.h),

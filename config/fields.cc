@@ -275,8 +275,10 @@ std::vector<Field> LogFields(LogConfig* log) {
 }
 
 std::vector<Field> MetricsFields(MetricsConfig* metrics) {
-  return {{"interval",
-           Dur(&metrics->interval, std::chrono::milliseconds(100), kYear)}};
+  return {
+      {"interval",
+       Dur(&metrics->interval, std::chrono::milliseconds(100), kYear)},
+      {"advice_after", Dur(&metrics->advice_after, Duration::zero(), kYear)}};
 }
 
 namespace {

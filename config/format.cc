@@ -177,7 +177,8 @@ std::string FormatConfig(const Config& c,
   }
 
   out << "\n[metrics]\n"
-      << "interval = " << Dur(c.metrics.interval) << "\n";
+      << "interval = " << Dur(c.metrics.interval) << "\n"
+      << "advice_after = " << Dur(c.metrics.advice_after) << "\n";
 
   for (const ModuleConfig& m : c.modules) {
     out << "\n[[module]]\n"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/loader.h"
+#include "daemon/advisor/advise_client.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/logging.h"
 #include "daemon/modules/modules.h"
@@ -23,6 +24,12 @@ constexpr const char* kUsage =
     "  -t, --test           check the config and exit: 0 if valid, 2 with\n"
     "                       file:line:col: error otherwise\n"
     "  -p, --print-config   print the effective config (defaults filled in)\n"
+    "  -a, --advise [URL]   read a running gearboxd's /status and print which\n"
+    "                       model and size fit its traffic: one line per "
+    "route,\n"
+    "                       then a summary. URL: http://HOST:PORT[/PATH] or\n"
+    "                       unix:/path/to.sock; without one, the [[listen]]\n"
+    "                       entries of -c FILE (or of the embedded config)\n"
     "  -F, --foreground-single\n"
     "                       one worker only (1 child / 1 thread / 1 loop), for "
     "a\n"
@@ -31,6 +38,26 @@ constexpr const char* kUsage =
     "  -h, --help           this text\n"
     "Signals: TERM graceful stop, INT/QUIT fast stop, HUP reload.\n";
 
+int AdviseUrl(const std::string& url) {
+  const gearbox::advisor::ParsedUrl parsed =
+      gearbox::advisor::ParseAdviseUrl(url);
+  if (!parsed.error.empty()) {
+    fprintf(stderr, "gearboxd --advise: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  return gearbox::advisor::RunAdvise({parsed.target}, stdout, stderr);
+}
+
+int AdviseConfig(const gearbox::Config& config) {
+  std::string error;
+  const auto targets = gearbox::advisor::TargetsFromConfig(config, &error);
+  if (targets.empty()) {
+    fprintf(stderr, "gearboxd --advise: %s\n", error.c_str());
+    return 2;
+  }
+  return gearbox::advisor::RunAdvise(targets, stdout, stderr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,15 +65,17 @@ int main(int argc, char** argv) {
       {"config", required_argument, nullptr, 'c'},
       {"test", no_argument, nullptr, 't'},
       {"print-config", no_argument, nullptr, 'p'},
+      {"advise", optional_argument, nullptr, 'a'},
       {"foreground-single", no_argument, nullptr, 'F'},
       {"version", no_argument, nullptr, 'v'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
-  std::string path;
-  bool test = false, print = false, single = false;
+  std::string path, advise_url;
+  bool test = false, print = false, single = false, advise = false;
   int opt;
-  while ((opt = getopt_long(argc, argv, "c:tpFvh", kOptions, nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, "c:tpa::Fvh", kOptions, nullptr)) !=
+         -1) {
     switch (opt) {
       case 'c':
         path = optarg;
@@ -56,6 +85,10 @@ int main(int argc, char** argv) {
         break;
       case 'p':
         print = true;
+        break;
+      case 'a':
+        advise = true;
+        if (optarg) advise_url = optarg;
         break;
       case 'F':
         single = true;
@@ -71,11 +104,16 @@ int main(int argc, char** argv) {
         return 2;
     }
   }
+  // --advise URL: the URL is the one operand it takes.
+  if (advise && advise_url.empty() && optind + 1 == argc) {
+    advise_url = argv[optind++];
+  }
   if (optind < argc) {
     fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind],
             kUsage);
     return 2;
   }
+  if (advise && !advise_url.empty()) return AdviseUrl(advise_url);
   gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
                                   gearbox::HandlerSchemas()};
   gearbox::ConfigResult loaded =
@@ -88,6 +126,7 @@ int main(int argc, char** argv) {
   }
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = single;
+  if (advise) return AdviseConfig(config);
   if (print) {
     fputs(gearbox::FormatConfig(config, gearbox::HandlerSchemas()).c_str(),
           stdout);

@@ -1,5 +1,6 @@
 #include "daemon/router.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -8,7 +9,8 @@ namespace gearbox {
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
                const Modules* modules, int worker)
     : info_(info) {
-  for (const RouteConfig& route : routes) {
+  for (size_t i = 0; i < routes.size(); ++i) {
+    const RouteConfig& route = routes[i];
     std::unique_ptr<Handler> handler =
         route.module && modules
             ? modules->MakeHandler(route.path, worker, info_.generation)
@@ -19,8 +21,10 @@ Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
               route.path.c_str(), route.handler.c_str());
       abort();
     }
-    routes_.emplace(route.path, Route{std::move(handler),
-                                      route.timeout.value_or(Duration(0))});
+    routes_.emplace(
+        route.path,
+        Route{std::move(handler), route.timeout.value_or(Duration(0)),
+              static_cast<uint32_t>(std::min(i, kOtherRoute))});
   }
   RouteConfig not_found = DefaultRoute("", "text");
   not_found.params.Set("status", int64_t{404});
@@ -39,6 +43,26 @@ const Route& Router::Match(std::string_view path) const {
   if (path == "*") return server_options_;
   auto it = routes_.find(path);
   return it == routes_.end() ? not_found_ : it->second;
+}
+
+void Router::Add(std::string path, std::unique_ptr<Handler> handler,
+                 Duration timeout) {
+  auto it = routes_.find(path);
+  if (it != routes_.end()) {
+    it->second.handler = std::move(handler);
+    it->second.timeout = timeout;
+    return;
+  }
+  routes_.emplace(std::move(path), Route{std::move(handler), timeout});
+}
+
+std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes) {
+  std::vector<std::string> names(kRouteSlots);
+  for (size_t i = 0; i < routes.size() && i < kOtherRoute; ++i) {
+    names[i] = routes[i].path;
+  }
+  names[kOtherRoute] = std::string(kOtherRouteName);
+  return names;
 }
 
 }  // namespace gearbox

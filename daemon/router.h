@@ -21,7 +21,18 @@ struct Route {
   std::unique_ptr<Handler> handler;
   // The route's own deadline; zero: [limits] request_timeout.
   Duration timeout{0};
+  // The id its figures are counted under: the route's index in the config,
+  // or kOtherRoute (404s, "*", routes past the first kRouteSlots - 1).
+  uint32_t id = static_cast<uint32_t>(kOtherRoute);
 };
+
+// How requests that match no counted route are shown.
+inline constexpr std::string_view kOtherRouteName = "(other)";
+
+// Route id -> name for a generation's routes (for ServerInfo::route_names):
+// kRouteSlots names, the first routes' paths, "" for ids no route uses, and
+// kOtherRouteName last.
+std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes);
 
 class Router {
  public:
@@ -39,11 +50,10 @@ class Router {
     return Match(path).handler.get();
   }
   // Serves `path` with `handler` (replacing any), for handlers that do not
-  // come from a RouteConfig (tests).
+  // come from a RouteConfig (tests). A new path's figures count under
+  // kOtherRoute: route ids follow the config.
   void Add(std::string path, std::unique_ptr<Handler> handler,
-           Duration timeout = Duration(0)) {
-    routes_[std::move(path)] = Route{std::move(handler), timeout};
-  }
+           Duration timeout = Duration(0));
   const ServerInfo& info() const { return info_; }
 
  private:

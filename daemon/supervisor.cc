@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "daemon/advisor/machine.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/listeners.h"
 #include "daemon/logging.h"
 #include "daemon/metrics/lifetime_stats.h"
+#include "daemon/metrics/route_reporter.h"
 #include "daemon/metrics/stats_reporter.h"
 #include "daemon/modules/modules.h"
 #include "daemon/request_log.h"
@@ -34,6 +36,8 @@ struct Generation {
   int number = 0;
   Config config;
   std::shared_ptr<const Modules> modules;
+  std::vector<std::string> route_names;  // route id -> name
+  Clock::time_point started;             // when its counters began
   std::shared_ptr<StatsRegion> stats;
   std::unique_ptr<Model> model;
 };
@@ -94,6 +98,8 @@ class Supervisor {
                getpid(), current_->config.server.model.c_str(),
                current_->number);
     reporter_ = std::make_unique<StatsReporter>(listeners_);
+    route_reporter_ = std::make_unique<RouteReporter>(
+        cores_, current_->config.metrics.advice_after);
     int rc = Loop();
     ReleaseListeners(listeners_);
     return rc;
@@ -119,6 +125,7 @@ class Supervisor {
     ctx.listeners = &listeners_;
     ctx.generation = gen->number;
     gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
+    gen->started = Clock::now();
     ctx.stats = gen->stats;
     ctx.request_log = std::make_shared<RequestLog>(config.log);
     auto routes = std::make_shared<RouteSet>();
@@ -131,6 +138,9 @@ class Supervisor {
     info.lifetime = lifetime_;
     info.live = LiveRegions();
     info.live.push_back(gen->stats);
+    info.route_names = RouteNames(config.routes);
+    info.cores = cores_;
+    gen->route_names = info.route_names;
     routes->modules = gen->modules;
     ctx.routes = std::move(routes);
     Status s = gen->model->Start(ctx);
@@ -308,6 +318,7 @@ class Supervisor {
       if (sig == SIGHUP) {
         LogInfo("reload_requested", "gen={}", current_->number);
         Reload();
+        route_reporter_->SetAdviceAfter(current_->config.metrics.advice_after);
         next_stats = Clock::now() + current_->config.metrics.interval;
       }
       current_->model->Maintain();
@@ -322,6 +333,10 @@ class Supervisor {
         std::string status = reporter_->Report(
             current_->config.server.model, current_->number, *current_->stats,
             current_->model->TotalWorkers());
+        route_reporter_->Report(current_->config.server.model, current_->number,
+                                current_->model->TotalWorkers(),
+                                *current_->stats, current_->route_names,
+                                current_->started, now);
         if (!last_reload_error_.empty())
           status += "; last reload failed: " + last_reload_error_;
         sd_notifyf(0, "STATUS=%s", status.c_str());
@@ -339,6 +354,8 @@ class Supervisor {
   int generation_counter_ = 0;
   std::string last_reload_error_;
   std::unique_ptr<StatsReporter> reporter_;
+  std::unique_ptr<RouteReporter> route_reporter_;
+  const int cores_ = advisor::UsableCores();
   const Clock::time_point started_ = Clock::now();
   // Mapped before the first generation forks anything (prefork children
   // inherit it).

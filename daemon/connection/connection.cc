@@ -213,7 +213,6 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
   p->request.keep_alive = request.keep_alive;
   p->request.is_head = request.is_head;
   p->timing = timing;
-  p->timing.waited = true;
   p->request_deadline = now + timing.timeout;
   const RequestLog* log = env_->cycle.log;
   if (log && log->enabled()) {
@@ -231,6 +230,7 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
 
 void Connection::Wait(const Step& step, Clock::time_point now) {
   pending_->step = step;
+  WaitBegins(pending_->timing, now);  // waiting time and on-CPU runs, per route
   ++wait_seq_;
   SetDeadline(std::min(now + step.timeout, pending_->request_deadline));
 }
@@ -252,6 +252,7 @@ void Connection::TimeOutExchange(Clock::time_point now) {
 
 void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
   Pending& p = *pending_;
+  WaitEnds(p.timing, now);
   const Step step = p.exchange->Resume(wake, p.response);
   if (!step.done()) {
     Wait(step, now);

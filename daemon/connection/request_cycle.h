@@ -34,8 +34,45 @@ struct RequestTiming {
   uint64_t queue_us = 0;  // ready -> handler start
   // The route's deadline (its `timeout`, else [limits] request_timeout).
   std::chrono::microseconds timeout{0};
+  uint32_t route = 0;  // route id (Route::id)
   bool waited = false;
+  bool in_wait = false;        // parked now (between WaitBegins and WaitEnds)
+  bool cpu_sampled = false;    // this request's thread CPU time is read
+  uint64_t cpu_mark_ns = 0;    // thread CPU clock when the current run began
+  uint64_t cpu_ns = 0;         // on-CPU time of the runs that ended
+  uint64_t wait_since_us = 0;  // machine clock when the current wait began
+  uint64_t wait_us = 0;        // time parked in handler waits so far
 };
+
+inline uint64_t MicrosOf(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          t.time_since_epoch())
+          .count());
+}
+
+// The machine parks the exchange (it enters its handler-wait phase) at `now`:
+// the on-CPU run ends and the wait clock starts. Any kind of wait (timer or
+// fds) counts the same: what the advisor needs is time not on the CPU.
+inline void WaitBegins(RequestTiming& timing,
+                       std::chrono::steady_clock::time_point now) {
+  timing.waited = true;
+  timing.in_wait = true;
+  timing.wait_since_us = MicrosOf(now);
+  if (timing.cpu_sampled) timing.cpu_ns += ThreadCpuSince(timing.cpu_mark_ns);
+}
+
+// The machine takes the exchange up again at `now` (to resume or finish it),
+// possibly on another thread: a new on-CPU run starts there.
+inline void WaitEnds(RequestTiming& timing,
+                     std::chrono::steady_clock::time_point now) {
+  if (!timing.in_wait) return;
+  timing.in_wait = false;
+  const uint64_t now_us = MicrosOf(now);
+  if (now_us > timing.wait_since_us)
+    timing.wait_us += now_us - timing.wait_since_us;
+  if (timing.cpu_sampled) timing.cpu_mark_ns = ThreadCpuNanos();
+}
 
 // Starts the exchange for `request`; marks the worker busy and the request in
 // flight until FinishRequest(). `ready_us` is when the connection was found
@@ -46,11 +83,24 @@ inline std::unique_ptr<Exchange> BeginRequest(
     std::chrono::microseconds request_timeout, RequestTiming& timing) {
   WorkerStats& stats = *cycle.stats;
   const Route& route = cycle.router->Match(request.path);
+  timing = RequestTiming{};
+  timing.route = route.id;
   timing.timeout = route.timeout.count() ? route.timeout : request_timeout;
   timing.start_us = NowMicros();
+  // Sampled per route (not per worker): a fixed stride over alternating
+  // routes would otherwise always land on the same one.
+  RouteCounters& counters = stats.routes[route.id];
+  const uint64_t started = counters.started.load(std::memory_order_relaxed);
+  counters.started.store(started + 1, std::memory_order_relaxed);
+  const uint64_t last = counters.last_sample_us.load(std::memory_order_relaxed);
+  timing.cpu_sampled = started % kCpuSampleEvery == 0 ||
+                       timing.start_us - last >= kCpuSampleMaxGapUs;
+  if (timing.cpu_sampled) {
+    counters.last_sample_us.store(timing.start_us, std::memory_order_relaxed);
+    timing.cpu_mark_ns = ThreadCpuNanos();
+  }
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
-  timing.waited = false;
   stats.queue_wait.Record(timing.queue_us);
   // An async loop has many requests in flight on one slot: the slot is busy
   // while any is, and shows the oldest one.
@@ -82,6 +132,19 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
   close = codec.AppendResponse(request, response, close, out);
   const uint64_t duration = NowMicros() - timing.start_us;
   stats.service.Record(duration);
+  RouteCounters& route = stats.routes[timing.route];
+  Bump(route.requests);
+  Bump(route.service_us, duration);
+  Bump(route.queue_us, timing.queue_us);
+  if (timing.wait_us) Bump(route.wait_us, timing.wait_us);
+  if (timing.cpu_sampled) {
+    // A request finished while parked (cut short) has no run to close.
+    const uint64_t cpu =
+        timing.cpu_ns +
+        (timing.in_wait ? 0 : ThreadCpuSince(timing.cpu_mark_ns));
+    Bump(route.cpu_ns, cpu);
+    Bump(route.cpu_samples);
+  }
   Bump(stats.requests);
   stats.CountStatus(response.status);
   Bump(stats.bytes_out, out.size() - before);

@@ -32,6 +32,10 @@ struct ServerInfo {
   // tests; then the OpenMetrics figures are this generation's.
   std::shared_ptr<const LifetimeStats> lifetime;
   std::vector<std::shared_ptr<StatsRegion>> live;
+  // Route id -> name (RouteNames() in router.h; "" for an unused id): what
+  // per-route figures are shown under.
+  std::vector<std::string> route_names;
+  int cores = 1;  // the machine's, for the advice in /status
 };
 
 // What a handler's file defines: builds the handler for a route whose params

@@ -4,16 +4,20 @@
 //   GET /status?format=openmetrics Prometheus / OpenMetrics exposition
 //   add &full (or ?full)           per-worker rows: pid/tid, state, requests,
 //                                  current path and its age
+// Every format has the per-route figures and the model advisor's pick for
+// the last stats interval (status_routes.cc).
 // Served from the shared stats region, so under prefork any child reports the
 // totals of all children. Put it on its own [[listen]] (name = "status") to
 // keep health checks from queueing behind work.
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 #include "daemon/clock.h"
 #include "daemon/handlers/handlers.h"
+#include "daemon/handlers/status_routes.h"
 
 namespace gearbox {
 namespace {
@@ -48,16 +52,18 @@ class StatusHandler final : public Handler {
       if (info_.stats && format != Format::kOpenMetrics) t = info_.stats->Sum();
       std::vector<Worker> workers;
       if (full && info_.stats) workers = Workers();
+      std::optional<RouteStatus> routes;
+      if (info_.stats) routes = GatherRouteStatus(info_);
       if (format == Format::kText) {
         response.content_type = "text/plain";
-        RenderText(t, workers, response.body);
+        RenderText(t, workers, routes, response.body);
       } else if (format == Format::kOpenMetrics) {
         response.content_type =
             "application/openmetrics-text; version=1.0.0; charset=utf-8";
-        RenderOpenMetrics(Lifetime(), response.body);
+        RenderOpenMetrics(Lifetime(), routes, response.body);
       } else {
         response.content_type = "application/json";
-        RenderJson(t, workers, response.body);
+        RenderJson(t, workers, routes, response.body);
       }
     });
   }
@@ -90,7 +96,9 @@ class StatusHandler final : public Handler {
   }
 
   void RenderJson(const StatsRegion::Totals& t,
-                  const std::vector<Worker>& workers, std::string& out) const {
+                  const std::vector<Worker>& workers,
+                  const std::optional<RouteStatus>& routes,
+                  std::string& out) const {
     uint64_t closed = 0;
     for (uint64_t c : t.closed) closed += c;
     out = fmt::format(
@@ -124,6 +132,7 @@ class StatusHandler final : public Handler {
         Ms(t.service.Percentile(0.5)), Ms(t.service.Percentile(0.9)),
         Ms(t.service.Percentile(0.99)), Ms(t.service.Max()),
         Ms(t.queue_wait.Percentile(0.5)), Ms(t.queue_wait.Percentile(0.99)));
+    if (routes) AppendRoutesJson(*routes, out);
     if (!workers.empty()) {
       out += ",\"workers\":[";
       for (size_t i = 0; i < workers.size(); ++i) {
@@ -146,7 +155,9 @@ class StatusHandler final : public Handler {
   }
 
   void RenderText(const StatsRegion::Totals& t,
-                  const std::vector<Worker>& workers, std::string& out) const {
+                  const std::vector<Worker>& workers,
+                  const std::optional<RouteStatus>& routes,
+                  std::string& out) const {
     out = fmt::format(
         "model: {}\ngeneration: {}\npid: {}\nuptime_s: {:.3f}\nrequests: {}\n"
         "inflight: {}\nbusy: {}\nqueue: {}\nworkers: {}\nworkers_min: {}\n"
@@ -160,6 +171,7 @@ class StatusHandler final : public Handler {
         t.status_class[4], t.status_class[5], t.rejected, t.bad_input,
         t.request_timeouts, t.loop_stalls, Ms(t.service.Percentile(0.5)),
         Ms(t.service.Percentile(0.99)));
+    if (routes) AppendRoutesText(*routes, out);
     for (const Worker& w : workers) {
       out += fmt::format(
           "worker {}: pid={} tid={} state={} requests={} path={} "
@@ -180,7 +192,9 @@ class StatusHandler final : public Handler {
   // The model and generation are labels of gearbox_info only: a label that
   // changes on reload on every series would start new series at each reload
   // and split every rate() in two.
-  void RenderOpenMetrics(const StatsRegion::Totals& t, std::string& out) const {
+  void RenderOpenMetrics(const StatsRegion::Totals& t,
+                         const std::optional<RouteStatus>& routes,
+                         std::string& out) const {
     out = fmt::format(
         "# TYPE gearbox info\n# HELP gearbox The model and config generation "
         "serving.\ngearbox_info{{model=\"{}\",generation=\"{}\"}} 1\n",
@@ -227,6 +241,7 @@ class StatusHandler final : public Handler {
                          t.status_class[c]);
     }
     RenderHistogram(t.service, out);
+    if (routes) AppendRoutesOpenMetrics(*routes, out);
     out += "# EOF\n";
   }
 

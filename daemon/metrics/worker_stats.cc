@@ -94,6 +94,88 @@ uint64_t StatsRegion::TakeQueueHigh() {
   return high;
 }
 
+void StatsRegion::SumRoutes(RouteTotals (&out)[kRouteSlots]) const {
+  for (RouteTotals& t : out) t = RouteTotals{};
+  for (size_t i = 0; i < slots_; ++i) {
+    for (size_t r = 0; r < kRouteSlots; ++r) out[r].Add(base_[i].routes[r]);
+  }
+}
+
+void RouteTotals::Add(const RouteCounters& c) {
+  constexpr auto r = std::memory_order_relaxed;
+  requests += c.requests.load(r);
+  service_us += c.service_us.load(r);
+  queue_us += c.queue_us.load(r);
+  wait_us += c.wait_us.load(r);
+  cpu_ns += c.cpu_ns.load(r);
+  cpu_samples += c.cpu_samples.load(r);
+}
+
+RouteTotals RouteTotals::Since(const RouteTotals& earlier) const {
+  auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+  RouteTotals d;
+  d.requests = minus(requests, earlier.requests);
+  d.service_us = minus(service_us, earlier.service_us);
+  d.queue_us = minus(queue_us, earlier.queue_us);
+  d.wait_us = minus(wait_us, earlier.wait_us);
+  d.cpu_ns = minus(cpu_ns, earlier.cpu_ns);
+  d.cpu_samples = minus(cpu_samples, earlier.cpu_samples);
+  return d;
+}
+
+namespace {
+
+// RouteTotals <-> RouteWindow::Entry, field by field in declaration order.
+void Store(const RouteTotals& t, RouteWindow::Entry& e) {
+  constexpr auto r = std::memory_order_relaxed;
+  const uint64_t v[6] = {t.requests, t.service_us, t.queue_us,
+                         t.wait_us,  t.cpu_ns,     t.cpu_samples};
+  for (int i = 0; i < 6; ++i) e.v[i].store(v[i], r);
+}
+
+RouteTotals Load(const RouteWindow::Entry& e) {
+  constexpr auto r = std::memory_order_relaxed;
+  RouteTotals t;
+  t.requests = e.v[0].load(r);
+  t.service_us = e.v[1].load(r);
+  t.queue_us = e.v[2].load(r);
+  t.wait_us = e.v[3].load(r);
+  t.cpu_ns = e.v[4].load(r);
+  t.cpu_samples = e.v[5].load(r);
+  return t;
+}
+
+}  // namespace
+
+// Seqlock writer (one writer: the supervisor thread), as LifetimeStats: the
+// odd step is an acq_rel read-modify-write, not a store and a fence (GCC
+// refuses atomic_thread_fence under -fsanitize=thread).
+void RouteWindow::Publish(const Snapshot& s) {
+  const uint64_t start = seq.fetch_add(1, std::memory_order_acq_rel);
+  interval_us.store(s.interval_us, std::memory_order_relaxed);
+  workers.store(s.workers, std::memory_order_relaxed);
+  for (size_t i = 0; i < kRouteSlots; ++i) Store(s.routes[i], routes[i]);
+  seq.store(start + 2, std::memory_order_release);
+}
+
+// Seqlock reader: retries while a write is in progress (it takes microseconds
+// once per interval), and gives up after a few tries with what it read. The
+// second sequence read is a read-dont-modify-write (acq_rel) instead of an
+// acquire fence: the data loads cannot move after it.
+RouteWindow::Snapshot RouteWindow::Read() const {
+  Snapshot s;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t before = seq.load(std::memory_order_acquire);
+    s.interval_us = interval_us.load(std::memory_order_relaxed);
+    s.workers = workers.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < kRouteSlots; ++i) s.routes[i] = Load(routes[i]);
+    if ((before & 1) == 0 &&
+        seq.fetch_add(0, std::memory_order_acq_rel) == before)
+      break;
+  }
+  return s;
+}
+
 void WorkerStats::SetCurrentPath(std::string_view path) {
   uint64_t words[kPathWords] = {};
   memcpy(words, path.data(), std::min(path.size(), sizeof(words)));

@@ -29,6 +29,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_advisor  # noqa: E402
 import bench_report  # noqa: E402
 from bench_servers import (  # noqa: E402
     HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, cpu_seconds, log, parse_httperf,
@@ -320,6 +321,7 @@ def plan(args):
             "alternation": {"rounds": 1, "conc": 64},
             "idle": {"configs": ["async-1"], "count": args.idle_count or 1000},
             "slow": {"configs": ["prefork-8"], "count": 200},
+            "advisor": {"mixed_conc": [64]},
         }
     conc = [1, 16, 64, 256]
     return {
@@ -338,6 +340,8 @@ def plan(args):
         "idle": {"configs": ["async-1", "threadpool-64", "prefork-8"],
                  "count": args.idle_count or 10000},
         "slow": {"configs": ["async-1", "threadpool-64", "prefork-8"], "count": 1000},
+        # bench_advisor.py: the mixed workload's sweep (the other workloads are swept above).
+        "advisor": {"mixed_conc": [16, 64, 256]},
     }
 
 
@@ -483,6 +487,7 @@ def main():
     bench.total = count_points(pl)
     d = pl["duration"]
     failed = None
+    advice_picks = []
     try:
         # Reference: nginx answering by itself, 1 worker.
         ngx = Nginx(bench.work, bench.confdir, bench.logdir, "ref")
@@ -499,6 +504,8 @@ def main():
 
         for label in pl["configs"]:
             run_config(bench, label, pl)
+        # The advisor check: each configuration's pick for each workload.
+        advice_picks = bench_advisor.run(bench, pl, CONFIG_BY_LABEL)
     except Exception as e:  # noqa: BLE001 - report, keep what was measured
         failed = f"{type(e).__name__}: {e}"
         log(f"bench: ERROR: {failed}")
@@ -510,6 +517,11 @@ def main():
     meta["elapsed_s"] = round(time.monotonic() - T0, 1)
     meta["duration_per_point_s"] = d
     checks = bench_report.quick_checks(bench.runs, bench.idle) if args.quick else []
+    advice = bench_advisor.evaluate(bench.runs, advice_picks, pl, CONFIG_BY_LABEL,
+                                    asserting=not args.quick)
+    bench_advisor.write(out, advice, CONFIG_BY_LABEL)
+    bench.notes.append("The advisor check (does the daemon's advice name the model that measured "
+                       "best?) is in `advisor.md` / `advisor.json`.")
     report = bench_report.Report(meta, pl, CONFIGS, WORKLOADS, bench.runs, bench.idle,
                                  bench.notes, checks, failed)
     report.write(out, plots=not args.no_plots)
@@ -522,12 +534,18 @@ def main():
             log(f"check warning: {c['what']}: {c['detail']}")
     for c in bad:
         log(f"check FAILED: {c['what']}: {c['detail']}")
+    for line in bench_advisor.summary_lines(advice):
+        log("advisor: " + line)
+    advice_bad = [c for c in advice["checks"] if not c["ok"]]
+    for c in advice_bad:
+        log(f"advisor check FAILED: {c['what']}: {c['detail']}")
     if failed:
         return 2
     if args.quick:
-        log(f"quick: {len(checks) - len(bad)}/{len(checks)} checks passed")
+        log(f"quick: {len(checks) - len(bad)}/{len(checks)} checks passed (the advisor table is "
+            "printed, not asserted)")
         return 1 if bad else 0
-    return 0
+    return 1 if advice_bad else 0
 
 
 if __name__ == "__main__":

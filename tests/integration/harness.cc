@@ -160,6 +160,10 @@ std::string RenderConfig(const DaemonConfig& config) {
   return t;
 }
 
+std::string GearboxdPath() { return FindGearboxd(); }
+
+std::string TestTempDir() { return TempDir(); }
+
 // --- Daemon -----------------------------------------------------------------
 
 std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& config,

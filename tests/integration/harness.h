@@ -42,6 +42,12 @@ struct DaemonConfig {
 // The config file text the harness writes for `config` (exposed for messages).
 std::string RenderConfig(const DaemonConfig& config);
 
+// The gearboxd under test ($GEARBOXD or the runfiles' daemon/gearboxd); "" if
+// none is found.
+std::string GearboxdPath();
+// $TEST_TMPDIR, or a fresh directory under /tmp outside Bazel.
+std::string TestTempDir();
+
 class Daemon {
  public:
   // Writes the config into $TEST_TMPDIR, spawns gearboxd -c FILE with stderr

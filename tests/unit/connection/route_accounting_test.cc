@@ -1,0 +1,141 @@
+// Per-route accounting by the connection state machine, on an injected clock:
+// which route a request counts under, the waiting time between the machine
+// parking an exchange and taking it up again, and CPU sampling.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "daemon/connection/connection.h"
+#include "daemon/router.h"
+
+namespace gearbox {
+namespace {
+
+using std::chrono::milliseconds;
+
+class RouteAccountingTest : public ::testing::Test {
+ protected:
+  RouteAccountingTest() {
+    std::vector<RouteConfig> routes = {DefaultRoute("/hello", "text"),
+                                       DefaultRoute("/sleep", "wait")};
+    router_ = std::make_unique<Router>(routes, ServerInfo{});
+    stats_ = StatsRegion::Create(1);
+    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
+    env_.limits = &limits_;
+    env_.draining = &draining_;
+    env_.request = &request_;
+    env_.response = &response_;
+  }
+  std::unique_ptr<Connection> Open() {
+    auto c = std::make_unique<Connection>(Protocol::kHttp, limits_);
+    c->Attach(&env_);
+    c->Accepted(now_, 0);
+    return c;
+  }
+  void Get(Connection& c, std::string_view target) {
+    c.Received("GET " + std::string(target) + " HTTP/1.1\r\nHost: a\r\n\r\n",
+               now_);
+  }
+  const RouteCounters& route(size_t id) { return stats_->Slot(0).routes[id]; }
+
+  LimitsConfig limits_;
+  std::unique_ptr<Router> router_;
+  std::shared_ptr<StatsRegion> stats_;
+  std::atomic<bool> draining_{false};
+  Request request_;
+  Response response_;
+  ConnectionEnv env_;
+  Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
+};
+
+TEST_F(RouteAccountingTest, RequestsCountUnderTheirRoute) {
+  EXPECT_EQ(router_->Match("/hello").id, 0u);
+  EXPECT_EQ(router_->Match("/sleep").id, 1u);
+  EXPECT_EQ(router_->Match("/nope").id, kOtherRoute);
+  auto c = Open();
+  Get(*c, "/hello");
+  Get(*c, "/hello?x=1");
+  Get(*c, "/nope");
+  EXPECT_EQ(route(0).requests.load(), 2u);
+  EXPECT_EQ(route(0).started.load(), 2u);
+  EXPECT_EQ(route(1).requests.load(), 0u);
+  EXPECT_EQ(route(kOtherRoute).requests.load(), 1u);
+  EXPECT_EQ(route(0).wait_us.load(), 0u) << "/hello never waits";
+}
+
+TEST_F(RouteAccountingTest, WaitingTimeIsTheParkedTimeOnTheMachineClock) {
+  auto c = Open();
+  Get(*c, "/sleep?ms=50");
+  ASSERT_EQ(c->phase(), Phase::kHandler);
+  EXPECT_EQ(route(1).requests.load(), 0u) << "not answered yet";
+  now_ += milliseconds(20);
+  c->DeadlinePassed(now_);  // early: still parked, nothing counted
+  now_ += milliseconds(30);
+  c->DeadlinePassed(now_);
+  EXPECT_NE(std::string(c->pending_out()).find("waited 50 ms"),
+            std::string::npos);
+  EXPECT_EQ(route(1).requests.load(), 1u);
+  EXPECT_EQ(route(1).wait_us.load(), 50000u) << "park at T, resume at T+50ms";
+  // A second wait on the same route adds its own.
+  Get(*c, "/sleep?ms=7");
+  now_ += milliseconds(7);
+  c->DeadlinePassed(now_);
+  EXPECT_EQ(route(1).requests.load(), 2u);
+  EXPECT_EQ(route(1).wait_us.load(), 57000u);
+}
+
+TEST_F(RouteAccountingTest, AnExchangeDroppedWhileWaitingIsNotCounted) {
+  auto c = Open();
+  Get(*c, "/sleep?ms=50");
+  c->PeerClosed();
+  c->CountClosed();
+  EXPECT_EQ(route(1).started.load(), 1u);
+  EXPECT_EQ(route(1).requests.load(), 0u);
+  EXPECT_EQ(route(1).wait_us.load(), 0u);
+}
+
+TEST_F(RouteAccountingTest, ACutShortExchangeCountsWithItsCpuSample) {
+  auto c = Open();
+  Get(*c, "/sleep?ms=50");
+  c->CutShort();  // a forced stop: 503 without resuming the handler
+  EXPECT_NE(std::string(c->pending_out()).find("503"), std::string::npos);
+  EXPECT_EQ(route(1).requests.load(), 1u);
+  EXPECT_EQ(route(1).cpu_samples.load(), 1u) << "the first request is sampled";
+}
+
+TEST_F(RouteAccountingTest, CpuIsSampledOneInNPerRoute) {
+  auto c = Open();
+  const uint64_t n = 3 * kCpuSampleEvery;
+  for (uint64_t i = 0; i < n; ++i) Get(*c, "/hello");
+  // Requests 0, N, 2N (and any a second after the previous sample: this loop
+  // takes far less).
+  EXPECT_GE(route(0).cpu_samples.load(), 3u);
+  EXPECT_LE(route(0).cpu_samples.load(), 4u);
+  EXPECT_EQ(route(0).requests.load(), n);
+  // Another route keeps its own count: its first request is sampled.
+  Get(*c, "/nope");
+  EXPECT_EQ(route(kOtherRoute).cpu_samples.load(), 1u);
+}
+
+TEST_F(RouteAccountingTest, RoutesPastTheCountedOnesShareOther) {
+  std::vector<RouteConfig> routes;
+  for (size_t i = 0; i < kRouteSlots + 2; ++i) {
+    routes.push_back(DefaultRoute("/r" + std::to_string(i), "text"));
+  }
+  Router router(routes, ServerInfo{});
+  EXPECT_EQ(router.Match("/r0").id, 0u);
+  EXPECT_EQ(router.Match("/r" + std::to_string(kOtherRoute - 1)).id,
+            kOtherRoute - 1);
+  EXPECT_EQ(router.Match("/r" + std::to_string(kOtherRoute)).id, kOtherRoute);
+  EXPECT_EQ(router.Match("/r" + std::to_string(kRouteSlots + 1)).id,
+            kOtherRoute);
+  const std::vector<std::string> names = RouteNames(routes);
+  ASSERT_EQ(names.size(), kRouteSlots);
+  EXPECT_EQ(names[0], "/r0");
+  EXPECT_EQ(names[kOtherRoute], kOtherRouteName);
+}
+
+}  // namespace
+}  // namespace gearbox
