@@ -102,12 +102,9 @@ struct AsyncCallbacks {
 };
 
 AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
-    : shared_(shared),
-      stats_(stats),
-      cycle_{nullptr, &stats, shared.request_log, index},
-      index_(index) {
+    : shared_(shared), stats_(stats), index_(index) {
   read_buffer_.resize(kReadBufferSize);
-  env_.cycle = cycle_;
+  env_.cycle = {nullptr, &stats, shared.request_log, index};
   if (shared_.stall_threshold.count() > 0)
     env_.cycle.started_path = &started_path_;
   env_.limits = &shared_.limits;
@@ -174,8 +171,7 @@ void AsyncLoop::Run() {
   // The loop's own handlers, on its thread: no connection is served before
   // the dispatch below.
   router_ = shared_.routes->MakeRouter(index_);
-  cycle_.router = router_.get();
-  env_.cycle = cycle_;
+  env_.cycle.router = router_.get();
   event_base_dispatch(base_);
   CloseAll();       // exchanges end before the handlers that made them
   router_.reset();  // modules' worker_exit, on this thread

@@ -88,7 +88,6 @@ class AsyncLoop {
 
   AsyncShared& shared_;
   WorkerStats& stats_;
-  RequestCycle cycle_;
   std::unique_ptr<Router> router_;  // made on the loop's thread, in Run()
   const int index_;
   event_base* base_ = nullptr;
