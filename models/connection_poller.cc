@@ -108,7 +108,7 @@ void ConnectionPoller::AdjustListening() {
 void ConnectionPoller::OnDrain() {
   drain_seen_ = true;
   if (listening_) SetListening(false);
-  CloseIdleParked();
+  ShortenIdleParked();
   queue_.SetHeld(parked_.size());
   acknowledged_.store(true);
 }
@@ -145,8 +145,9 @@ void ConnectionPoller::Loop() {
     for (BlockingConnection* c : returned_) Park(c);
     returned_.clear();
     ExpireParked();
-    // While draining only busy connections stay parked (idle ones are
-    // closed), so the count tells Drain() whether any are left.
+    // While draining only busy connections and idle ones lingering for
+    // kDrainIdleLinger stay parked, so the count tells Drain() whether any
+    // are left.
     if (drain_seen_) queue_.SetHeld(parked_.size());
   }
 }
@@ -194,7 +195,7 @@ void ConnectionPoller::Park(BlockingConnection* c) {
   c->conn.Attach(&env_);
   const Clock::time_point now = Clock::now();
   if (c->conn.Next(now).kind == Interest::Kind::kClose) {
-    Finish(c);  // idle while draining: closed now
+    Finish(c);
     return;
   }
   epoll_event ev{};
@@ -239,16 +240,17 @@ void ConnectionPoller::ExpireParked() {
   }
 }
 
-void ConnectionPoller::CloseIdleParked() {
-  for (auto it = parked_.begin(); it != parked_.end();) {
-    BlockingConnection* c = it->second;
-    ++it;
-    // Mid-request or fresh (accepted, first request not here yet): let it
-    // finish, or time out.
-    if (c->conn.phase() != Phase::kIdle) continue;
+// Idle ones get the machine's drain deadline (kDrainIdleLinger); mid-request
+// or fresh ones (accepted, first request not here yet) keep theirs: let them
+// finish, or time out.
+void ConnectionPoller::ShortenIdleParked() {
+  std::vector<BlockingConnection*> idle;
+  for (const auto& [deadline, c] : parked_) {
+    if (c->conn.phase() == Phase::kIdle) idle.push_back(c);
+  }
+  for (BlockingConnection* c : idle) {
     Unlink(c);
-    c->conn.Abort(CloseReason::kDrain);
-    Finish(c);
+    Park(c);  // Next() sees the drain
   }
 }
 

@@ -49,7 +49,7 @@ class ConnectionPoller {
   void Finish(BlockingConnection* c);  // sends what it owes, closes
   int NextExpiryMs() const;
   void ExpireParked();
-  void CloseIdleParked();
+  void ShortenIdleParked();
 
   const ModelContext& ctx_;
   ReadyQueue& queue_;

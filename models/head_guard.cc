@@ -80,6 +80,7 @@ class GuardLoop {
         capacity_(capacity) {
     env_.cycle.stats = &stats;
     env_.limits = &limits_;
+    env_.draining = &draining_;
     env_.request = &request_;
     env_.response = &response_;
   }
@@ -134,7 +135,7 @@ class GuardLoop {
         // Every child has stopped parking (the generation is draining).
         event_del(park_event_);
         parking_over_ = true;
-        CloseIdle();  // kept-alive connections: closed, as a drain does
+        LingerIdle();
         MaybeFinish();
         return;
       }
@@ -314,12 +315,16 @@ class GuardLoop {
     MaybeFinish();
   }
 
-  void CloseIdle() {
+  // Kept-alive connections close as a drain closes them: after the
+  // machine's kDrainIdleLinger, or served once more (handed back to a child,
+  // which is still there: children exit when Finish() closes the unpark end)
+  // and answered with Connection: close.
+  void LingerIdle() {
+    draining_.store(true);
     for (auto it = conns_.begin(); it != conns_.end();) {
       Guarded& c = *it++;
       if (c.conn.phase() != Phase::kIdle || c.conn.has_input()) continue;
-      c.conn.Abort(CloseReason::kDrain);
-      Close(c);
+      Settle(c);  // may close it
     }
   }
 
@@ -366,6 +371,7 @@ class GuardLoop {
   // descriptor left (the kernel would drop it unanswered): 503 first.
   const uint64_t max_held_ = MaxHeld(limits_);
   bool parking_over_ = false;
+  std::atomic<bool> draining_{false};  // set with parking_over_
   char chunk_[kReadChunk];
   Buffer inbox_;
 };

@@ -380,7 +380,8 @@ void Connection::DeadlinePassed(Clock::time_point now) {
       CloseAfterWrite(CloseReason::kHeaderTimeout);
       return;
     case Phase::kIdle:
-      CloseAfterWrite(CloseReason::kIdleTimeout);
+      CloseAfterWrite(drain_lingering_ ? CloseReason::kDrain
+                                       : CloseReason::kIdleTimeout);
       return;
     case Phase::kClosing:
     case Phase::kClosed:
@@ -440,17 +441,22 @@ void Connection::Trim() {
 }
 
 Interest Connection::Next(Clock::time_point now) {
-  (void)now;
   Interest i;
+  if (phase_ == Phase::kIdle && Draining() && in_.empty() && !more_buffered_ &&
+      !drain_lingering_) {
+    // Draining closes idle keep-alive connections, but not at once: a peer
+    // may be sending on one right now (nginx reuses its cached upstream
+    // connections, newest first), and a request that meets a close is lost:
+    // nginx answers a POST that way 502 and does not retry it. For
+    // kDrainIdleLinger the connection stays; a request that comes is served
+    // with Connection: close (Finish() while draining). A fresh connection
+    // was accepted for a request it has not sent yet, and is owed an answer.
+    drain_lingering_ = true;
+    SetDeadline(std::min(deadline_, now + kDrainIdleLinger));
+  }
   i.write = out_off_ < out_.size();
   i.deadline = deadline_;
   i.reason = close_reason_;
-  if (phase_ == Phase::kIdle && Draining() && in_.empty() && !more_buffered_) {
-    // Draining closes idle keep-alive connections. A fresh one was accepted
-    // for a request it has not sent yet, and is owed an answer.
-    CloseAfterWrite(CloseReason::kDrain);
-    i.reason = close_reason_;
-  }
   if (send_armed_ && i.write && phase_ != Phase::kHandler) {
     i.kind = Interest::Kind::kWrite;
     i.deadline = send_deadline_;

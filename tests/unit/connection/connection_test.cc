@@ -274,17 +274,33 @@ TEST_F(ConnectionTest, CompletedWriteRestartsTheIdleClock) {
   EXPECT_EQ(i.deadline, now_ + limits_.idle_timeout);
 }
 
-TEST_F(ConnectionTest, DrainClosesIdleButServesFreshAndInFlight) {
+// An idle connection is not closed the moment the drain begins (a peer may be
+// sending on it): it lingers for kDrainIdleLinger, then closes for the drain;
+// a request that comes meanwhile is answered with Connection: close.
+TEST_F(ConnectionTest, DrainClosesIdleAfterLingerButServesFreshAndInFlight) {
   auto idle = Open();
   idle->Received(kHello, now_);
   Drain(*idle);
+  auto reused = Open();
+  reused->Received(kHello, now_);
+  Drain(*reused);
   auto fresh = Open();
   auto waiting = Open();
   waiting->Received("GET /sleep?ms=5 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
   draining_ = true;
   Interest i = idle->Next(now_);
+  EXPECT_EQ(i.kind, Kind::kRead);
+  EXPECT_EQ(i.deadline, now_ + kDrainIdleLinger);
+  idle->DeadlinePassed(now_ + kDrainIdleLinger);
+  i = idle->Next(now_ + kDrainIdleLinger);
   EXPECT_EQ(i.kind, Kind::kClose);
   EXPECT_EQ(i.reason, CloseReason::kDrain);
+  EXPECT_EQ(reused->Next(now_).kind, Kind::kRead);
+  reused->Received(kHello, now_ + milliseconds(10));
+  i = reused->Next(now_ + milliseconds(10));
+  EXPECT_EQ(i.kind, Kind::kClose);
+  EXPECT_EQ(i.reason, CloseReason::kDrain);
+  EXPECT_NE(Drain(*reused).find("Connection: close"), std::string::npos);
   EXPECT_EQ(fresh->Next(now_).kind, Kind::kRead);
   fresh->Received(kHello, now_);
   i = fresh->Next(now_);
