@@ -87,6 +87,11 @@ struct LimitsConfig {
   // `timeout`: a waiting handler is cut off with 504 (below nginx's
   // proxy_read_timeout of 60s, so gearbox answers before nginx gives up).
   Duration request_timeout = std::chrono::seconds(50);
+  // A draining generation keeps a connection that was idle when the drain
+  // began this long (0: closes it at once): a request nginx sends on it
+  // meanwhile is answered, with Connection: close, by the old generation,
+  // instead of meeting a close (a POST lost that way is a 502).
+  Duration drain_idle_timeout = std::chrono::seconds(1);
 };
 
 struct LogConfig {

@@ -263,7 +263,9 @@ std::vector<Field> LimitsFields(LimitsConfig* l) {
           {"max_header_bytes", Int(&l->max_header_bytes, 1024, 1048576)},
           {"max_body_bytes", Int(&l->max_body_bytes, 0, int64_t{1} << 34)},
           {"max_connections", Int(&l->max_connections, 1, 1000000)},
-          {"request_timeout", Dur(&l->request_timeout, min, kYear)}};
+          {"request_timeout", Dur(&l->request_timeout, min, kYear)},
+          {"drain_idle_timeout",
+           Dur(&l->drain_idle_timeout, Duration(0), std::chrono::hours(1))}};
 }
 
 std::vector<Field> LogFields(LogConfig* log) {

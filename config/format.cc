@@ -165,7 +165,8 @@ std::string FormatConfig(const Config& c,
       << "max_header_bytes = " << l.max_header_bytes << "\n"
       << "max_body_bytes = " << l.max_body_bytes << "\n"
       << "max_connections = " << l.max_connections << "\n"
-      << "request_timeout = " << Dur(l.request_timeout) << "\n";
+      << "request_timeout = " << Dur(l.request_timeout) << "\n"
+      << "drain_idle_timeout = " << Dur(l.drain_idle_timeout) << "\n";
 
   out << "\n[log]\n"
       << "level = " << QuoteToml(c.log.level) << "\n"

@@ -146,7 +146,7 @@ void ConnectionPoller::Loop() {
     returned_.clear();
     ExpireParked();
     // While draining only busy connections and idle ones lingering for
-    // kDrainIdleLinger stay parked, so the count tells Drain() whether any
+    // drain_idle_timeout stay parked, so the count tells Drain() whether any
     // are left.
     if (drain_seen_) queue_.SetHeld(parked_.size());
   }
@@ -240,7 +240,7 @@ void ConnectionPoller::ExpireParked() {
   }
 }
 
-// Idle ones get the machine's drain deadline (kDrainIdleLinger); mid-request
+// Idle ones get the machine's drain deadline (drain_idle_timeout); mid-request
 // or fresh ones (accepted, first request not here yet) keep theirs: let them
 // finish, or time out.
 void ConnectionPoller::ShortenIdleParked() {

@@ -316,7 +316,7 @@ class GuardLoop {
   }
 
   // Kept-alive connections close as a drain closes them: after the
-  // machine's kDrainIdleLinger, or served once more (handed back to a child,
+  // [limits] drain_idle_timeout, or served once more (handed back to a child,
   // which is still there: children exit when Finish() closes the unpark end)
   // and answered with Connection: close.
   void LingerIdle() {

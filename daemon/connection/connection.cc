@@ -448,11 +448,11 @@ Interest Connection::Next(Clock::time_point now) {
     // may be sending on one right now (nginx reuses its cached upstream
     // connections, newest first), and a request that meets a close is lost:
     // nginx answers a POST that way 502 and does not retry it. For
-    // kDrainIdleLinger the connection stays; a request that comes is served
+    // drain_idle_timeout the connection stays; a request that comes is served
     // with Connection: close (Finish() while draining). A fresh connection
     // was accepted for a request it has not sent yet, and is owed an answer.
     drain_lingering_ = true;
-    SetDeadline(std::min(deadline_, now + kDrainIdleLinger));
+    SetDeadline(std::min(deadline_, now + env_->limits->drain_idle_timeout));
   }
   i.write = out_off_ < out_.size();
   i.deadline = deadline_;

@@ -32,13 +32,6 @@ namespace gearbox {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a draining generation keeps a connection that was idle when the
-// drain began (Connection::Next): long enough for a peer that reuses it at
-// a steady rate (nginx's upstream keepalive) to send its next request and be
-// told Connection: close; short enough that a reload does not keep old
-// workers for the idle_timeout.
-inline constexpr std::chrono::seconds kDrainIdleLinger{1};
-
 // Where a connection is in its cycle.
 enum class Phase : uint8_t {
   kFresh,    // accepted, no byte yet: owed its first request (header_timeout)

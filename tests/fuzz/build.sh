@@ -181,6 +181,8 @@ build_config() {
     $(config_sources) "$OUT/gen/config/default_config.cc" \
     daemon/handlers/*.cc daemon/handler.cc daemon/request.cc daemon/response.cc \
     daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
+    daemon/metrics/route_reporter.cc daemon/advisor/advisor.cc \
+    daemon/advisor/machine.cc \
     daemon/logging.cc
   EXTRA_CXXFLAGS=()
   LDLIBS=()

@@ -22,6 +22,16 @@ wait_for() {  # COMMAND-STRING SECONDS
 }
 # The JSON value of "model" in /status.
 status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
+status_generation() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"generation":\([0-9]*\).*/\1/p'; }
+# The generation before the one serving has drained. Until then (at most
+# [limits] drain_idle_timeout, 1s, for an idle connection) nginx may send a
+# request on a connection it already had open and the old config answers it.
+wait_previous_drained() {
+  local gen
+  gen=$(status_generation "$http")
+  [[ -n "$gen" ]] || return 1
+  wait_for "journalctl -u gearbox -o cat | grep -q 'event=generation_drained gen=$((gen - 1))\$'" 10
+}
 
 http=http://127.0.0.1:8080      # nginx -> proxy_pass -> /run/gearbox/http.sock
 fcgi=http://127.0.0.1:8081      # nginx -> fastcgi_pass -> /run/gearbox/fastcgi.sock
@@ -166,6 +176,7 @@ for model in prefork async threadpool; do
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
   systemctl reload gearbox || fail "systemctl reload with a module ($model)"
   wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "/status does not show $model"
+  wait_previous_drained || fail "the generation before $model did not drain"
   for base in "$http" "$fcgi"; do
     body=$(curl -sS --max-time 5 -f "$base/tw?ms=20") || fail "[$model] GET $base/tw"
     [[ "$body" == "waited 20 ms" ]] || fail "[$model] $base/tw said '$body'"

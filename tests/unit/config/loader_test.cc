@@ -189,6 +189,7 @@ max_header_bytes = 1024
 max_body_bytes = 17179869184
 max_connections = 1
 request_timeout = "2s"
+drain_idle_timeout = "0s"
 
 [log]
 level = "debug"
@@ -323,6 +324,7 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.limits.max_body_bytes, int64_t{1} << 34);
   EXPECT_EQ(c.limits.max_connections, 1);
   EXPECT_EQ(c.limits.request_timeout, seconds(2));
+  EXPECT_EQ(c.limits.drain_idle_timeout, seconds(0));
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_TRUE(c.log.access);
   ASSERT_TRUE(c.log.slow.has_value());
@@ -433,7 +435,7 @@ TEST(LoaderErrorTest, UnknownKey) {
               3,
               "[limits] idle_timout: unknown key (valid: header_timeout, "
               "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
-              "max_body_bytes, max_connections, request_timeout)");
+              "max_body_bytes, max_connections, request_timeout, drain_idle_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
               "enable_crash_handler)");

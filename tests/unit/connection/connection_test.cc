@@ -275,7 +275,7 @@ TEST_F(ConnectionTest, CompletedWriteRestartsTheIdleClock) {
 }
 
 // An idle connection is not closed the moment the drain begins (a peer may be
-// sending on it): it lingers for kDrainIdleLinger, then closes for the drain;
+// sending on it): it lingers for drain_idle_timeout, then closes for the drain;
 // a request that comes meanwhile is answered with Connection: close.
 TEST_F(ConnectionTest, DrainClosesIdleAfterLingerButServesFreshAndInFlight) {
   auto idle = Open();
@@ -290,9 +290,9 @@ TEST_F(ConnectionTest, DrainClosesIdleAfterLingerButServesFreshAndInFlight) {
   draining_ = true;
   Interest i = idle->Next(now_);
   EXPECT_EQ(i.kind, Kind::kRead);
-  EXPECT_EQ(i.deadline, now_ + kDrainIdleLinger);
-  idle->DeadlinePassed(now_ + kDrainIdleLinger);
-  i = idle->Next(now_ + kDrainIdleLinger);
+  EXPECT_EQ(i.deadline, now_ + limits_.drain_idle_timeout);
+  idle->DeadlinePassed(now_ + limits_.drain_idle_timeout);
+  i = idle->Next(now_ + limits_.drain_idle_timeout);
   EXPECT_EQ(i.kind, Kind::kClose);
   EXPECT_EQ(i.reason, CloseReason::kDrain);
   EXPECT_EQ(reused->Next(now_).kind, Kind::kRead);
