@@ -23,14 +23,19 @@ wait_for() {  # COMMAND-STRING SECONDS
 # The JSON value of "model" in /status.
 status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
 status_generation() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"generation":\([0-9]*\).*/\1/p'; }
-# The generation before the one serving has drained. Until then (at most
+# Every generation before the one serving has drained. Until then (at most
 # [limits] drain_idle_timeout, 1s, for an idle connection) nginx may send a
-# request on a connection it already had open and the old config answers it.
+# request on a connection it already had open and an old config answers it.
+previous_drained() {
+  local gen=$1 g drained
+  drained=$(journalctl -u gearbox -o cat | sed -n 's/.*event=generation_drained gen=\([0-9]*\)$/\1/p')
+  for ((g = 1; g < gen; g++)); do grep -qx "$g" <<<"$drained" || return 1; done
+}
 wait_previous_drained() {
   local gen
   gen=$(status_generation "$http")
   [[ -n "$gen" ]] || return 1
-  wait_for "journalctl -u gearbox -o cat | grep -q 'event=generation_drained gen=$((gen - 1))\$'" 10
+  wait_for "previous_drained $gen" 10
 }
 
 http=http://127.0.0.1:8080      # nginx -> proxy_pass -> /run/gearbox/http.sock
