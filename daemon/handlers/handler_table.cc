@@ -12,10 +12,17 @@
 
 namespace gearbox {
 
-// Each is defined in its handler's own file (daemon/handlers/*_handler.cc).
-// C++ needs this declaration before a row can point at it.
-HandlerFactory MakeTextHandler, MakeWaitHandler, MakeBurnHandler,
-    MakeEchoHandler, MakeStatusHandler, MakeCrashHandler;
+// A row's factory, defined in its handler's own file
+// (daemon/handlers/*_handler.cc), named in the row alone: the block-scope
+// declaration is the one C++ needs before it can be called, so adding a
+// handler never means declaring it elsewhere too. Rows are read once per
+// route and worker, never per request. (Outside the anonymous namespace: a
+// block-scope declaration names a function of the innermost namespace.)
+#define GEARBOX_FACTORY(name)                             \
+  +[](const RouteConfig& route, const ServerInfo& info) { \
+    HandlerFactory name;                                  \
+    return name(route, info);                             \
+  }
 
 namespace {
 
@@ -32,34 +39,40 @@ struct HandlerKind {
   bool fault_test_only = false;  // see HandlerSchema::fault_test_only
 };
 
+}  // namespace
+
 constexpr HandlerKind kHandlerTable[] = {
     {"text",
-     &MakeTextHandler,
+     GEARBOX_FACTORY(MakeTextHandler),
      "a fixed response",
      {StringParam("body", "", "The response body"),
       IntParam("status", 200, 100, 599, "The response status"),
       HeaderValueParam("content_type", "text/plain",
                        "The Content-Type header")}},
     {"wait",
-     &MakeWaitHandler,
+     GEARBOX_FACTORY(MakeWaitHandler),
      "responds after a delay without using CPU (a slow backend)",
      {IntParam("ms", 0, 0, 3600000, "The delay in milliseconds", "max_ms"),
       IntParam("max_ms", 10000, 0, 3600000,
                "The largest delay ?ms=N may ask for")}},
     {"burn",
-     &MakeBurnHandler,
+     GEARBOX_FACTORY(MakeBurnHandler),
      "spins the CPU for a while (CPU-bound work)",
      {IntParam("us", 0, 0, 60000000, "CPU time in microseconds", "max_us"),
       IntParam("max_us", 1000000, 0, 60000000, "The largest ?us=N")}},
-    {"echo", &MakeEchoHandler, "responds with the request body"},
-    {"status", &MakeStatusHandler,
+    {"echo", GEARBOX_FACTORY(MakeEchoHandler),
+     "responds with the request body"},
+    {"status", GEARBOX_FACTORY(MakeStatusHandler),
      "live server figures (the same as the periodic stats line)"},
     {"crash",
-     &MakeCrashHandler,
+     GEARBOX_FACTORY(MakeCrashHandler),
      "aborts the process, to show what clients see when a worker dies",
      {},
      kFaultTestOnly},
 };
+#undef GEARBOX_FACTORY
+
+namespace {
 
 // The rows as the loader sees them (a span over each row's used params).
 constexpr auto kHandlerSchemas = [] {
