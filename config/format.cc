@@ -108,6 +108,59 @@ std::string ConfigError::ToString() const {
          ": " + message;
 }
 
+namespace {
+
+// [threadpool], [prefork] and [async]: every key, defaults included.
+void FormatPools(const Config& c, std::ostringstream& out) {
+  const ThreadPoolConfig& t = c.threadpool;
+  out << "\n[threadpool]\n"
+      << "threads = " << t.threads << "\n"
+      << "max_threads = " << t.Limits().max << "\n"
+      << "idle_thread_timeout = " << Dur(t.idle_thread_timeout) << "\n"
+      << "max_spawn_rate = " << t.max_spawn_rate << "\n"
+      << "queue = " << t.queue << "\n";
+  const PreforkConfig& p = c.prefork;
+  out << "\n[prefork]\n"
+      << "workers = " << p.workers << "\n"
+      << "max_workers = " << p.Limits().max << "\n"
+      << "idle_worker_timeout = " << Dur(p.idle_worker_timeout) << "\n"
+      << "max_spawn_rate = " << p.max_spawn_rate << "\n"
+      << "max_requests = " << p.max_requests << "\n"
+      << "\n[async]\n"
+      << "loops = " << c.async.loops << "\n"
+      << "stall_threshold = " << Dur(c.async.stall_threshold) << "\n";
+}
+
+// [limits], [log] and [metrics].
+void FormatLimitsLogMetrics(const Config& c, std::ostringstream& out) {
+  const LimitsConfig& l = c.limits;
+  out << "\n[limits]\n"
+      << "header_timeout = " << Dur(l.header_timeout) << "\n"
+      << "idle_timeout = " << Dur(l.idle_timeout) << "\n"
+      << "body_timeout = " << Dur(l.body_timeout) << "\n"
+      << "send_timeout = " << Dur(l.send_timeout) << "\n"
+      << "max_header_bytes = " << l.max_header_bytes << "\n"
+      << "max_body_bytes = " << l.max_body_bytes << "\n"
+      << "max_connections = " << l.max_connections << "\n"
+      << "request_timeout = " << Dur(l.request_timeout) << "\n"
+      << "drain_idle_timeout = " << Dur(l.drain_idle_timeout) << "\n";
+
+  out << "\n[log]\n"
+      << "level = " << QuoteToml(c.log.level) << "\n"
+      << "access = " << (c.log.access ? "true" : "false") << "\n";
+  if (c.log.slow) {
+    out << "slow = " << Dur(*c.log.slow) << "\n";
+  } else {
+    out << "# slow is unset: no slow-request log\n";
+  }
+
+  out << "\n[metrics]\n"
+      << "interval = " << Dur(c.metrics.interval) << "\n"
+      << "advice_after = " << Dur(c.metrics.advice_after) << "\n";
+}
+
+}  // namespace
+
 std::string FormatConfig(const Config& c,
                          std::span<const HandlerSchema> handlers) {
   std::ostringstream out;
@@ -138,48 +191,8 @@ std::string FormatConfig(const Config& c,
     }
   }
 
-  const ThreadPoolConfig& t = c.threadpool;
-  out << "\n[threadpool]\n"
-      << "threads = " << t.threads << "\n"
-      << "max_threads = " << t.Limits().max << "\n"
-      << "idle_thread_timeout = " << Dur(t.idle_thread_timeout) << "\n"
-      << "max_spawn_rate = " << t.max_spawn_rate << "\n"
-      << "queue = " << t.queue << "\n";
-  const PreforkConfig& p = c.prefork;
-  out << "\n[prefork]\n"
-      << "workers = " << p.workers << "\n"
-      << "max_workers = " << p.Limits().max << "\n"
-      << "idle_worker_timeout = " << Dur(p.idle_worker_timeout) << "\n"
-      << "max_spawn_rate = " << p.max_spawn_rate << "\n"
-      << "max_requests = " << p.max_requests << "\n"
-      << "\n[async]\n"
-      << "loops = " << c.async.loops << "\n"
-      << "stall_threshold = " << Dur(c.async.stall_threshold) << "\n";
-
-  const LimitsConfig& l = c.limits;
-  out << "\n[limits]\n"
-      << "header_timeout = " << Dur(l.header_timeout) << "\n"
-      << "idle_timeout = " << Dur(l.idle_timeout) << "\n"
-      << "body_timeout = " << Dur(l.body_timeout) << "\n"
-      << "send_timeout = " << Dur(l.send_timeout) << "\n"
-      << "max_header_bytes = " << l.max_header_bytes << "\n"
-      << "max_body_bytes = " << l.max_body_bytes << "\n"
-      << "max_connections = " << l.max_connections << "\n"
-      << "request_timeout = " << Dur(l.request_timeout) << "\n"
-      << "drain_idle_timeout = " << Dur(l.drain_idle_timeout) << "\n";
-
-  out << "\n[log]\n"
-      << "level = " << QuoteToml(c.log.level) << "\n"
-      << "access = " << (c.log.access ? "true" : "false") << "\n";
-  if (c.log.slow) {
-    out << "slow = " << Dur(*c.log.slow) << "\n";
-  } else {
-    out << "# slow is unset: no slow-request log\n";
-  }
-
-  out << "\n[metrics]\n"
-      << "interval = " << Dur(c.metrics.interval) << "\n"
-      << "advice_after = " << Dur(c.metrics.advice_after) << "\n";
+  FormatPools(c, out);
+  FormatLimitsLogMetrics(c, out);
 
   for (const ModuleConfig& m : c.modules) {
     out << "\n[[module]]\n"

@@ -5,12 +5,7 @@
 // unknown key).
 #include "config/loader.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -482,27 +477,6 @@ class Loader {
 ConfigResult LoadConfigString(std::string_view toml, std::string_view source,
                               const ConfigVocabulary& vocabulary) {
   return Loader(source, vocabulary).Load(toml);
-}
-
-ConfigResult LoadConfigFile(const std::string& path,
-                            const ConfigVocabulary& vocabulary) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ConfigError{path, 0, 0, std::strerror(errno)};
-  std::string text;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      close(fd);
-      return ConfigError{path, 0, 0, std::strerror(saved)};
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return LoadConfigString(text, path, vocabulary);
 }
 
 }  // namespace gearbox

@@ -58,9 +58,14 @@ int AdviseConfig(const gearbox::Config& config) {
   return gearbox::advisor::RunAdvise(targets, stdout, stderr);
 }
 
-}  // namespace
+struct Options {
+  std::string path, advise_url;
+  bool test = false, print = false, single = false, advise = false;
+};
 
-int main(int argc, char** argv) {
+// Fills `o` from the command line. Returns an exit code when the process is
+// done (--version, --help, a usage error), else -1.
+int ParseOptions(int argc, char** argv, Options& o) {
   static const option kOptions[] = {
       {"config", required_argument, nullptr, 'c'},
       {"test", no_argument, nullptr, 't'},
@@ -71,27 +76,25 @@ int main(int argc, char** argv) {
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
-  std::string path, advise_url;
-  bool test = false, print = false, single = false, advise = false;
   int opt;
   while ((opt = getopt_long(argc, argv, "c:tpa::Fvh", kOptions, nullptr)) !=
          -1) {
     switch (opt) {
       case 'c':
-        path = optarg;
+        o.path = optarg;
         break;
       case 't':
-        test = true;
+        o.test = true;
         break;
       case 'p':
-        print = true;
+        o.print = true;
         break;
       case 'a':
-        advise = true;
-        if (optarg) advise_url = optarg;
+        o.advise = true;
+        if (optarg) o.advise_url = optarg;
         break;
       case 'F':
-        single = true;
+        o.single = true;
         break;
       case 'v':
         printf("gearboxd %s\n", kVersion);
@@ -105,15 +108,25 @@ int main(int argc, char** argv) {
     }
   }
   // --advise URL: the URL is the one operand it takes.
-  if (advise && advise_url.empty() && optind + 1 == argc) {
-    advise_url = argv[optind++];
+  if (o.advise && o.advise_url.empty() && optind + 1 == argc) {
+    o.advise_url = argv[optind++];
   }
   if (optind < argc) {
     fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind],
             kUsage);
     return 2;
   }
-  if (advise && !advise_url.empty()) return AdviseUrl(advise_url);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = ParseOptions(argc, argv, o); rc >= 0) return rc;
+  const std::string& path = o.path;
+  const bool test = o.test;
+  if (o.advise && !o.advise_url.empty()) return AdviseUrl(o.advise_url);
   gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
                                   gearbox::HandlerSchemas()};
   gearbox::ConfigResult loaded =
@@ -125,9 +138,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
-  config.foreground = single;
-  if (advise) return AdviseConfig(config);
-  if (print) {
+  config.foreground = o.single;
+  if (o.advise) return AdviseConfig(config);
+  if (o.print) {
     fputs(gearbox::FormatConfig(config, gearbox::HandlerSchemas()).c_str(),
           stdout);
     return 0;

@@ -34,6 +34,53 @@ bool StderrIsJournal() {
          static_cast<unsigned long long>(st.st_ino) == ino;
 }
 
+// What one interval adds to the region's totals, for the journal's fields.
+struct IntervalFigures {
+  double rps;
+  const HistogramSnapshot& service;
+  uint64_t queue_max;
+  int workers;
+  int64_t accept_queue;
+  int64_t accept_queue_max;
+};
+
+// The line to the journal, with each figure as a structured field
+// (GEARBOX_RPS= ...). Returns sd_journal_send's result.
+int SendStatsToJournal(const std::string& line, std::string_view model,
+                       int generation, const StatsRegion::Totals& t,
+                       const IntervalFigures& f) {
+  return sd_journal_send(
+      "MESSAGE=event=stats %s", line.c_str(), "PRIORITY=6",
+      "SYSLOG_IDENTIFIER=gearboxd", "GEARBOX_EVENT=stats", "GEARBOX_MODEL=%.*s",
+      static_cast<int>(model.size()), model.data(), "GEARBOX_GENERATION=%d",
+      generation, "GEARBOX_RPS=%.1f", f.rps, "GEARBOX_REQUESTS=%llu",
+      static_cast<unsigned long long>(t.requests), "GEARBOX_P50_MS=%.3f",
+      Ms(f.service.Percentile(0.5)), "GEARBOX_P90_MS=%.3f",
+      Ms(f.service.Percentile(0.9)), "GEARBOX_P99_MS=%.3f",
+      Ms(f.service.Percentile(0.99)), "GEARBOX_MAX_MS=%.3f",
+      Ms(f.service.Max()), "GEARBOX_INFLIGHT=%llu",
+      static_cast<unsigned long long>(t.inflight), "GEARBOX_CONNS=%llu",
+      static_cast<unsigned long long>(t.open()), "GEARBOX_BUSY=%llu",
+      static_cast<unsigned long long>(t.busy), "GEARBOX_WORKERS=%d", f.workers,
+      "GEARBOX_WORKERS_MIN=%lld", static_cast<long long>(t.workers_min),
+      "GEARBOX_WORKERS_MAX=%lld", static_cast<long long>(t.workers_max),
+      "GEARBOX_QUEUE=%llu", static_cast<unsigned long long>(t.queue_depth),
+      "GEARBOX_QUEUE_MAX=%llu", static_cast<unsigned long long>(f.queue_max),
+      "GEARBOX_ACCEPT_QUEUE=%lld", static_cast<long long>(f.accept_queue),
+      "GEARBOX_ACCEPT_QUEUE_MAX=%lld",
+      static_cast<long long>(f.accept_queue_max), "GEARBOX_S2XX=%llu",
+      static_cast<unsigned long long>(t.status_class[2]), "GEARBOX_S4XX=%llu",
+      static_cast<unsigned long long>(t.status_class[4]), "GEARBOX_S5XX=%llu",
+      static_cast<unsigned long long>(t.status_class[5]),
+      "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
+      "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
+      "GEARBOX_REQUEST_TIMEOUTS=%llu",
+      static_cast<unsigned long long>(t.request_timeouts),
+      "GEARBOX_PARKED=%llu", static_cast<unsigned long long>(t.parked),
+      "GEARBOX_LOOP_STALLS=%llu",
+      static_cast<unsigned long long>(t.loop_stalls), nullptr);
+}
+
 }  // namespace
 
 StatsReporter::StatsReporter(const Listeners& listeners)
@@ -87,36 +134,9 @@ std::string StatsReporter::Report(std::string_view model, int generation,
   // duplicate it); if the journal refuses it, stderr still gets the line.
   int journal_rc = -1;
   if (journald_) {
-    journal_rc = sd_journal_send(
-        "MESSAGE=event=stats %s", line.c_str(), "PRIORITY=6",
-        "SYSLOG_IDENTIFIER=gearboxd", "GEARBOX_EVENT=stats",
-        "GEARBOX_MODEL=%.*s", static_cast<int>(model.size()), model.data(),
-        "GEARBOX_GENERATION=%d", generation, "GEARBOX_RPS=%.1f", rps,
-        "GEARBOX_REQUESTS=%llu", static_cast<unsigned long long>(t.requests),
-        "GEARBOX_P50_MS=%.3f", Ms(service.Percentile(0.5)),
-        "GEARBOX_P90_MS=%.3f", Ms(service.Percentile(0.9)),
-        "GEARBOX_P99_MS=%.3f", Ms(service.Percentile(0.99)),
-        "GEARBOX_MAX_MS=%.3f", Ms(service.Max()), "GEARBOX_INFLIGHT=%llu",
-        static_cast<unsigned long long>(t.inflight), "GEARBOX_CONNS=%llu",
-        static_cast<unsigned long long>(t.open()), "GEARBOX_BUSY=%llu",
-        static_cast<unsigned long long>(t.busy), "GEARBOX_WORKERS=%d", workers,
-        "GEARBOX_WORKERS_MIN=%lld", static_cast<long long>(t.workers_min),
-        "GEARBOX_WORKERS_MAX=%lld", static_cast<long long>(t.workers_max),
-        "GEARBOX_QUEUE=%llu", static_cast<unsigned long long>(t.queue_depth),
-        "GEARBOX_QUEUE_MAX=%llu", static_cast<unsigned long long>(queue_max),
-        "GEARBOX_ACCEPT_QUEUE=%lld", static_cast<long long>(accept_queue_),
-        "GEARBOX_ACCEPT_QUEUE_MAX=%lld",
-        static_cast<long long>(accept_queue_max_), "GEARBOX_S2XX=%llu",
-        static_cast<unsigned long long>(t.status_class[2]), "GEARBOX_S4XX=%llu",
-        static_cast<unsigned long long>(t.status_class[4]), "GEARBOX_S5XX=%llu",
-        static_cast<unsigned long long>(t.status_class[5]),
-        "GEARBOX_REJECTED=%llu", static_cast<unsigned long long>(t.rejected),
-        "GEARBOX_TIMEOUTS=%llu", static_cast<unsigned long long>(t.timeouts()),
-        "GEARBOX_REQUEST_TIMEOUTS=%llu",
-        static_cast<unsigned long long>(t.request_timeouts),
-        "GEARBOX_PARKED=%llu", static_cast<unsigned long long>(t.parked),
-        "GEARBOX_LOOP_STALLS=%llu",
-        static_cast<unsigned long long>(t.loop_stalls), nullptr);
+    journal_rc = SendStatsToJournal(
+        line, model, generation, t,
+        {rps, service, queue_max, workers, accept_queue_, accept_queue_max_});
   }
   if (journal_rc < 0) LogInfo("stats", "{}", line);
   last_requests_ = t.requests;
