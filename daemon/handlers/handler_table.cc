@@ -9,13 +9,14 @@
 #include <cstdlib>
 
 #include "daemon/handlers/handlers.h"
+#include "daemon/handlers/postgres/conninfo.h"
 
 namespace gearbox {
 
 // Each is defined in its handler's own file (daemon/handlers/*_handler.cc).
 // C++ needs this declaration before a row can point at it.
 HandlerFactory MakeTextHandler, MakeWaitHandler, MakeBurnHandler,
-    MakeEchoHandler, MakeStatusHandler, MakeCrashHandler;
+    MakeEchoHandler, MakeStatusHandler, MakeCrashHandler, MakePostgresHandler;
 
 namespace {
 
@@ -54,6 +55,18 @@ constexpr HandlerKind kHandlerTable[] = {
     {"echo", &MakeEchoHandler, "responds with the request body"},
     {"status", &MakeStatusHandler,
      "live server figures (the same as the periodic stats line)"},
+    {"postgres",
+     &MakePostgresHandler,
+     "runs a SQL statement on PostgreSQL and responds with its rows as JSON",
+     {CheckedStringParam("dsn", "",
+                         "The libpq conninfo (keep a password in a passfile)",
+                         &postgres::CheckConninfo, &postgres::RedactConninfo),
+      CheckedStringParam("query", "",
+                         "The SQL statement, prepared once per connection",
+                         &postgres::CheckQuery),
+      StringListParam("params",
+                      "Query-string arguments bound to $1..$N, in order"),
+      IntParam("pool", 4, 1, 1024, "Connections per worker")}},
     {"crash",
      &MakeCrashHandler,
      "aborts the process, to show what clients see when a worker dies",

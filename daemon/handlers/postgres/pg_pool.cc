@@ -1,0 +1,140 @@
+#include "daemon/handlers/postgres/pg_pool.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "daemon/logging.h"
+
+namespace gearbox::postgres {
+namespace {
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kMaxBackoff = std::chrono::seconds(2);
+
+}  // namespace
+
+std::string ErrorMessage(const PGconn* conn) {
+  std::string message = conn ? PQerrorMessage(conn) : "out of memory";
+  while (!message.empty() &&
+         (message.back() == '\n' || message.back() == ' ')) {
+    message.pop_back();
+  }
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return message;
+}
+
+PgPool::PgPool(std::string dsn, std::string shown_dsn, std::string route,
+               int size)
+    : dsn_(std::move(dsn)),
+      shown_dsn_(std::move(shown_dsn)),
+      route_(std::move(route)),
+      slots_(static_cast<size_t>(size)) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    // Out of fds while a worker builds its handlers: nothing to serve with.
+    fprintf(stderr, "eventfd(EFD_NONBLOCK|EFD_CLOEXEC): %s\n", strerror(errno));
+    abort();
+  }
+}
+
+PgPool::~PgPool() {
+  for (PgSlot& slot : slots_) {
+    if (slot.conn) PQfinish(slot.conn);
+  }
+  close(wake_fd_);
+}
+
+PgPool::Lease PgPool::Acquire(Clock::time_point now) {
+  PgSlot* empty = nullptr;
+  for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
+    if (slot.state == PgSlot::State::kIdle) {
+      slot.state = PgSlot::State::kInUse;
+      return {Outcome::kIdle, &slot};
+    }
+    if (slot.state == PgSlot::State::kEmpty && !empty) empty = &slot;
+  }
+  if (!empty) return {Outcome::kFull};
+  if (now < retry_at_) return {Outcome::kBackoff};
+  // The dsn first, expanded; the later keywords override it: JSON wants
+  // UTF-8 whatever the server's encoding.
+  const char* keywords[] = {"dbname", "client_encoding",
+                            "fallback_application_name", nullptr};
+  const char* values[] = {dsn_.c_str(), "UTF8", "gearboxd", nullptr};
+  PGconn* conn = PQconnectStartParams(keywords, values, 1);
+  if (!conn) return {Outcome::kNoMemory};
+  if (PQstatus(conn) == CONNECTION_BAD) {
+    last_error_ = ErrorMessage(conn);
+    PQfinish(conn);
+    empty->conn = nullptr;
+    ConnectFailed(empty, now, last_error_);
+    return {Outcome::kBackoff};
+  }
+  empty->state = PgSlot::State::kInUse;
+  empty->conn = conn;
+  empty->prepared = false;
+  return {Outcome::kConnect, empty};
+}
+
+void PgPool::Release(PgSlot* slot) {
+  slot->state = PgSlot::State::kIdle;
+  WakeWaiter();
+}
+
+void PgPool::Drop(PgSlot* slot) {
+  if (slot->conn) PQfinish(slot->conn);
+  slot->conn = nullptr;
+  slot->prepared = false;
+  slot->state = PgSlot::State::kEmpty;
+  WakeWaiter();
+}
+
+void PgPool::Connected() {
+  if (failures_ > 0) {
+    LogInfo("postgres_reconnected", "route={} dsn={} after_failures={}",
+            LogQuote(route_), LogQuote(shown_dsn_), failures_);
+  }
+  failures_ = 0;
+  retry_at_ = {};
+}
+
+void PgPool::ConnectFailed(PgSlot* slot, Clock::time_point now,
+                           const std::string& error) {
+  Drop(slot);
+  last_error_ = error;
+  const auto backoff = std::min<Clock::duration>(
+      kFirstBackoff * (1 << std::min(failures_, 6)), kMaxBackoff);
+  ++failures_;
+  retry_at_ = now + backoff;
+  LogWarn(
+      "postgres_connect_failed",
+      "route={} dsn={} failures={} retry_in_ms={} error={}", LogQuote(route_),
+      LogQuote(shown_dsn_), failures_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(),
+      LogQuote(error));
+}
+
+int64_t PgPool::BackoffLeftMs(Clock::time_point now) const {
+  if (now >= retry_at_) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now)
+      .count();
+}
+
+void PgPool::WakeWaiter() {
+  if (waiters_ == 0) return;
+  const uint64_t one = 1;
+  // EAGAIN only when the counter is near 2^64: it is readable then anyway.
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+void PgPool::DrainWake() {
+  uint64_t count;
+  (void)!read(wake_fd_, &count, sizeof count);
+}
+
+}  // namespace gearbox::postgres
