@@ -54,8 +54,18 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   PgSlot* empty = nullptr;
   for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
     if (slot.state == PgSlot::State::kIdle) {
-      slot.state = PgSlot::State::kInUse;
-      return {Outcome::kIdle, &slot};
+      // An idle connection the server ended (a shutdown sends FATAL 57P01,
+      // then EOF) reads as broken here, at the cost of one recv(): dropped,
+      // instead of failing the query it would be given.
+      if (!PQconsumeInput(slot.conn) || PQstatus(slot.conn) != CONNECTION_OK) {
+        LogInfo("postgres_connection_closed", "route={} error={}",
+                LogQuote(route_), LogQuote(ErrorMessage(slot.conn)));
+        slot.state = PgSlot::State::kInUse;
+        Drop(&slot);
+      } else {
+        slot.state = PgSlot::State::kInUse;
+        return {Outcome::kIdle, &slot};
+      }
     }
     if (slot.state == PgSlot::State::kEmpty && !empty) empty = &slot;
   }
