@@ -69,8 +69,8 @@ class PostgresHandler final : public Handler {
     route_.query = route.params.Text("query");
     route_.nparams = static_cast<int>(params_.size());
     route_.connections_max = info.workers * pool_.size();
+    route_.check_budget = true;
     // One worker speaks for the generation: the budget once, not per worker.
-    route_.check_budget = info.worker == 0;
     if (info.worker == 0) {
       LogInfo("postgres_pool",
               "route={} dsn={} pool={} workers={} connections_max={}",

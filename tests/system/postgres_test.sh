@@ -259,20 +259,27 @@ check_failures() {  # BASE CONFIG LOG
   if grep -q 'SeCrEt-pw' "$3"; then fail "a log line shows the dsn's password"; fi
 }
 
-check_timeout() {  # BASE
+check_timeout() {  # BASE LOG
   local out code t
   out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$1/slow?s=30")
   read -r code t <<<"$out"
   [[ $code == 504 ]] || fail "query past timeout: got $code, want 504"
   python3 -c "import sys; sys.exit(0 if float('$t') < 2.0 else 1)" ||
     fail "504 took ${t}s for a 500ms timeout"
+  # It timed out running (not connecting), so there was a query to cancel.
+  wait_for "grep -q 'event=postgres_cancelled route=/slow phase=execute' '$2'" 2 ||
+    fail "no cancel logged for the timed-out query"
   wait_for "[[ \$(running slow_query) == 0 ]]" 2 ||
     fail "the timed-out query still runs: $(sql "SELECT pid, state, query FROM pg_stat_activity WHERE query LIKE '%slow_query%'")"
 }
 
 check_client_close() {  # BASE
-  curl -s -o /dev/null --max-time 0.5 "$1/sleep?s=30" || true
-  # It ran (the close was mid-query), then it was cancelled.
+  curl -s -o /dev/null --max-time 30 "$1/sleep?s=30" &
+  local cpid=$!
+  # The query runs (the close is mid-query); the client goes; it is cancelled.
+  wait_for "[[ \$(running sleep_query) == 1 ]]" 5 || fail "the query did not start"
+  kill "$cpid"
+  wait "$cpid" || true
   wait_for "[[ \$(running sleep_query) == 0 ]]" 3 ||
     fail "the query of a closed client still runs: $(sql "SELECT pid, state, query FROM pg_stat_activity WHERE query LIKE '%sleep_query%'")"
 }
@@ -359,7 +366,7 @@ for model in $MODELS; do
   [[ $(curl -s "$base/big") == '[{"one":1}]' ]] || fail "/big did not answer"
   grep -q 'level=warning.*event=postgres_budget_exceeded route=/big .*server_max_connections=200' "$log" ||
     fail "no warning for a pool budget beyond max_connections"
-  check_timeout "$base"
+  check_timeout "$base" "$log"
   say "  504 past the timeout, query cancelled ok"
   check_client_close "$base"
   say "  client close cancels the query ok"

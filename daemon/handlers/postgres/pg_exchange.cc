@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "daemon/handlers/postgres/pg_cancel.h"
 #include "daemon/handlers/postgres/pg_json.h"
@@ -220,8 +222,19 @@ Step PgExchange::Finish(PGresult* first, Response& response) {
   return Step::Done();
 }
 
+// True the first time this process asks for route: the budget is logged
+// once per process (each worker's pool checks on its first connection, as
+// no worker knows which others get traffic; a prefork child is a process).
+bool FirstInProcess(const std::string& route) {
+  static std::mutex mu;
+  static auto* seen = new std::set<std::string>;  // never destroyed
+  std::lock_guard lock(mu);
+  return seen->insert(route).second;
+}
+
 Step PgExchange::CheckedBudget(const PGresult* result, Response& response) {
-  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
+  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 &&
+      FirstInProcess(pool_->route())) {
     const int server_max = atoi(PQgetvalue(result, 0, 0));
     if (route_->connections_max > server_max) {
       LogWarn("postgres_budget_exceeded",

@@ -20,8 +20,8 @@ namespace gearbox::postgres {
 struct PgRoute {
   std::string query;
   int nparams = 0;
-  int connections_max = 0;    // workers x pool, for the max_connections check
-  bool check_budget = false;  // worker 0: SHOW max_connections once
+  int connections_max = 0;   // workers x pool, for the max_connections check
+  bool check_budget = true;  // SHOW max_connections after the first connect
 };
 
 class PgExchange final : public Exchange {
