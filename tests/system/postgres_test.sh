@@ -53,7 +53,7 @@ fail() { echo "postgres_test: FAIL: $*" >&2; exit 1; }
 
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
-need curl:curl python3:python3 psql:postgresql-client runuser:util-linux
+need curl:curl python3:python3 psql:postgresql runuser:util-linux
 # Debian keeps the server's binaries out of PATH, per major version.
 pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null |
   sort -V | tail -n 1)
