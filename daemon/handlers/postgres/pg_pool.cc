@@ -25,7 +25,9 @@ std::string ErrorMessage(const PGconn* conn) {
          (message.back() == '\n' || message.back() == ' ')) {
     message.pop_back();
   }
-  std::replace(message.begin(), message.end(), '\n', ' ');
+  for (char& c : message) {
+    if (c == '\n' || c == '\t') c = ' ';  // one log line
+  }
   return message;
 }
 
