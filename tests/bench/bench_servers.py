@@ -60,12 +60,15 @@ def proc_tree(pid):
 
 
 def cpu_seconds(pids):
-    """utime + stime of the processes (all their threads, live and exited)."""
+    """utime + stime of the processes (all their threads, live and exited), plus
+    cutime + cstime: the children they reaped. A process that exits during a run
+    (a postgres backend whose client left) moves from the live sum into its
+    parent's (the postmaster's) reaped sum instead of dropping out."""
     total = 0
     for pid in pids:
         try:
             f = _stat_fields(pid)
-            total += int(f[11]) + int(f[12])
+            total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
         except (OSError, IndexError, ValueError):
             pass
     return total / CLK_TCK
