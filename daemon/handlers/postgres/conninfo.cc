@@ -2,6 +2,7 @@
 
 #include <postgresql/libpq-fe.h>
 
+#include <cctype>
 #include <memory>
 
 namespace gearbox::postgres {
@@ -43,8 +44,15 @@ std::string Quote(std::string_view value) {
 std::string CheckConninfo(std::string_view dsn) {
   if (dsn.find('\0') != std::string_view::npos) return "contains a NUL byte";
   std::string error;
-  if (!Parse(dsn, &error)) return "not a libpq conninfo: " + error;
-  return "";
+  if (Parse(dsn, &error)) return "";
+  // libpq quotes the token it choked on, which may be a piece of a password.
+  std::string lower(dsn);
+  for (char& c : lower) c = static_cast<char>(tolower(c));
+  if (lower.find("password") != std::string::npos) {
+    return "not a libpq conninfo (libpq's message withheld: the dsn has a "
+           "password)";
+  }
+  return "not a libpq conninfo: " + error;
 }
 
 std::string RedactConninfo(std::string_view dsn) {

@@ -1,5 +1,6 @@
 #include "daemon/handlers/postgres/pg_cancel.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -60,6 +61,10 @@ class Canceller {
 // runs until the process exits.
 Canceller* ThisProcess() {
   static std::mutex mu;
+  // A fork (a prefork generation after a threadpool one, in one process)
+  // while another thread holds mu would leave the child's copy locked.
+  [[maybe_unused]] static const int registered = pthread_atfork(
+      [] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
   static Canceller* canceller = nullptr;
   static pid_t owner = 0;
   std::lock_guard lock(mu);

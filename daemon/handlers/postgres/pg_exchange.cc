@@ -1,5 +1,6 @@
 #include "daemon/handlers/postgres/pg_exchange.h"
 
+#include <pthread.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -227,6 +228,8 @@ Step PgExchange::Finish(PGresult* first, Response& response) {
 // no worker knows which others get traffic; a prefork child is a process).
 bool FirstInProcess(const std::string& route) {
   static std::mutex mu;
+  [[maybe_unused]] static const int registered = pthread_atfork(
+      [] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
   static auto* seen = new std::set<std::string>;  // never destroyed
   std::lock_guard lock(mu);
   return seen->insert(route).second;

@@ -43,6 +43,10 @@ TEST(ConninfoTest, CheckNamesWhatLibpqRejects) {
             std::string::npos);
   EXPECT_NE(CheckConninfo("host").find("not a libpq conninfo"),
             std::string::npos);
+  // libpq's message quotes the bad token: not when it may be a password's.
+  const std::string withheld = CheckConninfo("password=a b");
+  EXPECT_EQ(withheld.find("\"b\""), std::string::npos) << withheld;
+  EXPECT_NE(withheld.find("withheld"), std::string::npos) << withheld;
   EXPECT_EQ(CheckQuery("SELECT 1"), "");
   EXPECT_EQ(CheckQuery("  \n"), "a postgres route needs a query");
 }
