@@ -14,7 +14,9 @@
 #      (NaN/Infinity strings), bool true/false, NULL null, text and dates
 #      strings, escaped (quotes, backslash, control characters, UTF-8);
 #      $1 bound from the query string, form-decoded;
-#   2. the connection budget (workers x pool) is logged at start, and a
+#   2. a role that needs a password (scram) is served with it from
+#      PGPASSFILE and from passfile= in the dsn, and refused (502) without;
+#      the connection budget (workers x pool) is logged at start, and a
 #      warning when it exceeds the server's max_connections (read after the
 #      first connect); a missing parameter gets 400; a query error gets 502 whose body names
 #      the SQLSTATE (42P01) and not the query; -p and the log redact the
@@ -129,6 +131,16 @@ start_pg() {
 }
 start_pg
 say "postgres running (pid $(pg_pid)) on $work/.s.PGSQL.5432"
+# A role that must give a password (scram), for the passfile checks: its
+# pg_hba line comes first, so trust does not apply to it.
+sql "CREATE ROLE app LOGIN PASSWORD 'app-pw'"
+{ echo "local all app scram-sha-256"; cat "$data/pg_hba.conf"; } >"$work/pg_hba.new"
+as_postgres cp "$work/pg_hba.new" "$data/pg_hba.conf"
+sql "SELECT pg_reload_conf()" >/dev/null
+# libpq wants a passfile no one else can read, owned by whoever runs gearboxd.
+echo "*:*:*:app:app-pw" >"$work/pgpass.env"
+echo "*:*:*:app:app-pw" >"$work/pgpass.dsn"
+chmod 0600 "$work/pgpass.env" "$work/pgpass.dsn"
 sql "CREATE TABLE t (id int PRIMARY KEY, i2 int2, i8 int8, f4 float4,
        f8 float8, n numeric, b bool, s text, nul text, d date);
      INSERT INTO t VALUES
@@ -203,6 +215,21 @@ handler = "postgres"
 dsn = "$dsn"
 query = "SELECT 1 AS one"
 pool = 1000
+[[route]]
+path = "/pw-env"
+handler = "postgres"
+dsn = "host=$work user=app dbname=postgres"
+query = "SELECT current_user AS who"
+[[route]]
+path = "/pw-dsn"
+handler = "postgres"
+dsn = "host=$work user=app dbname=postgres passfile=$work/pgpass.dsn"
+query = "SELECT current_user AS who"
+[[route]]
+path = "/pw-none"
+handler = "postgres"
+dsn = "host=$work user=app dbname=postgres passfile=$work/no-such-file"
+query = "SELECT current_user AS who"
 EOF
 }
 
@@ -257,6 +284,20 @@ check_failures() {  # BASE CONFIG LOG
   grep -q 'password=\*\*\*\*\*\*\*\*' <<<"$printed" ||
     fail "gearboxd -p does not show the redacted password"
   if grep -q 'SeCrEt-pw' "$3"; then fail "a log line shows the dsn's password"; fi
+}
+
+check_passfiles() {  # BASE LOG
+  local out
+  out=$(curl -s "$1/pw-env")
+  [[ $out == '[{"who":"app"}]' ]] || fail "PGPASSFILE: got $out"
+  out=$(curl -s "$1/pw-dsn")
+  [[ $out == '[{"who":"app"}]' ]] || fail "passfile= in the dsn: got $out"
+  # The control: without the password the server refuses (so the two above
+  # really authenticated), a 502 at once, logged with libpq's message.
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "$1/pw-none") == 502 ]] ||
+    fail "no password: want 502"
+  grep -q 'event=postgres_connect_failed route=/pw-none .*password' "$2" ||
+    fail "the refused connection is not logged with libpq's message"
 }
 
 check_timeout() {  # BASE LOG
@@ -358,7 +399,7 @@ for model in $MODELS; do
   log=$work/$model.log
   write_config "$model" "$port" "$conf"
   "$GEARBOXD" -t -c "$conf" >/dev/null || fail "gearboxd -t rejected $conf"
-  "$GEARBOXD" -c "$conf" >"$log" 2>&1 &
+  PGPASSFILE=$work/pgpass.env "$GEARBOXD" -c "$conf" >"$log" 2>&1 &
   gpid=$!
   base=http://127.0.0.1:$port
   wait_for "curl -sf $base/hello" 10 || fail "gearboxd ($model) did not start"
@@ -368,6 +409,8 @@ for model in $MODELS; do
   say "  rows and types ok"
   check_failures "$base" "$conf" "$log"
   say "  400 / 502 with SQLSTATE / redaction ok"
+  check_passfiles "$base" "$log"
+  say "  password from PGPASSFILE and from passfile= ok (and refused without)"
   grep -q 'event=postgres_budget .*server_max_connections=200' "$log" ||
     fail "max_connections not read after the first connect"
   [[ $(curl -s "$base/big") == '[{"one":1}]' ]] || fail "/big did not answer"
