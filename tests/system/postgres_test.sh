@@ -31,7 +31,9 @@
 #   6. 100 concurrent `SELECT pg_sleep(0.05)` with pool = 16 finish in < 1 s;
 #   7. pool exhaustion waits: 6 concurrent 0.2 s queries on a route with
 #      pool = 1 all get 200 (no 5xx), taking at least 6 x 0.2 s (they queued
-#      for the one connection) and within the route's timeout.
+#      for the one connection) and within the route's timeout; 3 concurrent
+#      3 s queries there (timeout 5 s): one 200, two 504 (one cancelled
+#      running, one given up in the queue), and the pool serves at once after.
 #
 # Environment:
 #   GEARBOXD=PATH   use this binary instead of building //daemon:gearboxd
@@ -390,6 +392,19 @@ r = json.loads(sys.argv[1])
 assert r["codes"] == {"200": 6}, r
 assert 1.15 <= r["wall"] < 5.0, r   # queued on the one connection
 EOF
+  # Past the timeout (5 s) in the queue or in the query: 504, and the pool
+  # is whole afterwards (no connection lost to a waiter that gave up).
+  out=$(python3 "$load" burst "$1" "/one?s=3" 3)
+  say "  3 x pg_sleep(3), pool 1, timeout 5s: $out"
+  python3 - "$out" <<'EOF' || fail "pool exhaustion past the timeout: $out"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["codes"] == {"200": 1, "504": 2}, r
+assert 4.5 <= r["wall"] < 7.0, r
+EOF
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1/one?s=0")
+  [[ $code == 200 ]] || fail "pool 1 after timeouts: got $code"
 }
 
 for model in $MODELS; do

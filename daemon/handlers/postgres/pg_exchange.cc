@@ -75,9 +75,16 @@ Step PgExchange::Resume(const Wake& wake, Response& response) {
   switch (phase_) {
     case Phase::kAcquire:
       return Acquire(response);
-    case Phase::kWaitPool:
-      pool_->DrainWake();
-      return Acquire(response);
+    case Phase::kWaitPool: {
+      // Dequeued: handed a connection, or told to try again (one was
+      // closed, its slot is free to connect).
+      PgSlot* handed = waiter_.handed;
+      waiter_.handed = nullptr;
+      StopWaiting();
+      if (!handed) return Acquire(response);
+      slot_ = handed;
+      return NextCommand(response);
+    }
     case Phase::kConnect:
       return Connect(response);
     default:
@@ -88,14 +95,12 @@ Step PgExchange::Resume(const Wake& wake, Response& response) {
 Step PgExchange::Acquire(Response& response) {
   const PgPool::Lease lease = pool_->Acquire(Clock::now());
   if (lease.outcome == PgPool::Outcome::kFull) {
-    // Under async other exchanges hold every connection: wait for one to
-    // come back (never under a blocking model: one exchange per worker).
-    if (!waiting_) pool_->AddWaiter();
-    waiting_ = true;
+    // Under async other exchanges hold every connection: queue for one
+    // (never under a blocking model: one exchange per worker).
+    pool_->Enqueue(&waiter_);
     phase_ = Phase::kWaitPool;
-    return Step::WaitFds({{pool_->wake_fd(), kFdReadable}}, Remaining());
+    return Step::WaitFds({{waiter_.fd, kFdReadable}}, Remaining());
   }
-  StopWaiting();
   slot_ = lease.slot;
   switch (lease.outcome) {
     case PgPool::Outcome::kIdle:
@@ -302,10 +307,7 @@ std::chrono::microseconds PgExchange::Remaining() const {
   return std::max(left, std::chrono::microseconds(1));
 }
 
-void PgExchange::StopWaiting() {
-  if (waiting_) pool_->RemoveWaiter();
-  waiting_ = false;
-}
+void PgExchange::StopWaiting() { pool_->Dequeue(&waiter_); }
 
 void PgExchange::GiveBack() {
   if (!slot_) return;

@@ -65,7 +65,7 @@ class PgExchange final : public Exchange {
   const Clock::time_point deadline_;
   Phase phase_ = Phase::kAcquire;
   PgSlot* slot_ = nullptr;
-  bool waiting_ = false;        // counted in the pool's waiters
+  PgWaiter waiter_;             // while waiting for a connection
   bool flushing_ = false;       // PQflush has not written everything yet
   bool in_query_ = false;       // a command is sent, not all its results read
   PGresult* result_ = nullptr;  // the current command's first result

@@ -36,20 +36,13 @@ PgPool::PgPool(std::string dsn, std::string shown_dsn, std::string route,
     : dsn_(std::move(dsn)),
       shown_dsn_(std::move(shown_dsn)),
       route_(std::move(route)),
-      slots_(static_cast<size_t>(size)) {
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
-    // Out of fds while a worker builds its handlers: nothing to serve with.
-    fprintf(stderr, "eventfd(EFD_NONBLOCK|EFD_CLOEXEC): %s\n", strerror(errno));
-    abort();
-  }
-}
+      slots_(static_cast<size_t>(size)) {}
 
 PgPool::~PgPool() {
   for (PgSlot& slot : slots_) {
     if (slot.conn) PQfinish(slot.conn);
   }
-  close(wake_fd_);
+  for (const int fd : spare_fds_) close(fd);
 }
 
 PgPool::Lease PgPool::Acquire(Clock::time_point now) {
@@ -94,8 +87,8 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
 }
 
 void PgPool::Release(PgSlot* slot) {
+  if (WakeFirst(slot)) return;  // stays kInUse: the waiter's now
   slot->state = PgSlot::State::kIdle;
-  WakeWaiter();
 }
 
 void PgPool::Drop(PgSlot* slot) {
@@ -103,7 +96,7 @@ void PgPool::Drop(PgSlot* slot) {
   slot->conn = nullptr;
   slot->prepared = false;
   slot->state = PgSlot::State::kEmpty;
-  WakeWaiter();
+  WakeFirst(nullptr);
 }
 
 void PgPool::Connected() {
@@ -137,16 +130,53 @@ int64_t PgPool::BackoffLeftMs(Clock::time_point now) const {
       .count();
 }
 
-void PgPool::WakeWaiter() {
-  if (waiters_ == 0) return;
-  const uint64_t one = 1;
-  // EAGAIN only when the counter is near 2^64: it is readable then anyway.
-  (void)!write(wake_fd_, &one, sizeof one);
+void PgPool::Enqueue(PgWaiter* waiter) {
+  if (waiter->fd < 0) {
+    if (!spare_fds_.empty()) {
+      waiter->fd = spare_fds_.back();
+      spare_fds_.pop_back();
+    } else {
+      waiter->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (waiter->fd < 0) {
+        // Out of fds: no wait is possible, and no connection either.
+        fprintf(stderr, "eventfd(EFD_NONBLOCK|EFD_CLOEXEC): %s\n",
+                strerror(errno));
+        abort();
+      }
+    }
+  }
+  waiter->handed = nullptr;
+  waiter->queued = true;
+  waiters_.push_back(waiter);
 }
 
-void PgPool::DrainWake() {
-  uint64_t count;
-  (void)!read(wake_fd_, &count, sizeof count);
+void PgPool::Dequeue(PgWaiter* waiter) {
+  if (waiter->queued) {
+    // O(waiters): only a wait that ends unserved (its deadline) gets here.
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), waiter));
+    waiter->queued = false;
+  }
+  if (waiter->fd >= 0) {
+    uint64_t count;
+    (void)!read(waiter->fd, &count, sizeof count);  // EAGAIN if not woken
+    spare_fds_.push_back(waiter->fd);
+    waiter->fd = -1;
+  }
+  if (PgSlot* slot = waiter->handed) {
+    waiter->handed = nullptr;
+    Release(slot);
+  }
+}
+
+bool PgPool::WakeFirst(PgSlot* slot) {
+  if (waiters_.empty()) return false;
+  PgWaiter* waiter = waiters_.front();
+  waiters_.pop_front();
+  waiter->queued = false;
+  waiter->handed = slot;
+  const uint64_t one = 1;
+  (void)!write(waiter->fd, &one, sizeof one);  // a fresh counter: never full
+  return true;
 }
 
 }  // namespace gearbox::postgres

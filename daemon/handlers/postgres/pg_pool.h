@@ -1,13 +1,16 @@
 // One worker's connections to one route's database: `size` slots, opened
 // lazily, re-opened after a failure with a backoff. Owned by the route's
-// handler instance, so used by one worker only: no locks. Exchanges that
-// find every slot in use wait on wake_fd() (an eventfd the pool signals when
-// a slot comes free), so an async loop never blocks on a full pool.
+// handler instance, so used by one worker only: no locks. An exchange that
+// finds every slot in use queues (FIFO) and waits on an eventfd of its own;
+// a released connection is handed to the first in the queue and its eventfd
+// signalled, so an async loop never blocks on a full pool, and a release
+// wakes one waiter, not all (no thundering herd at c >> pool).
 #pragma once
 
 #include <postgresql/libpq-fe.h>
 
 #include <chrono>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,13 @@ struct PgSlot {
   bool prepared = false;  // the route's statement exists on conn
 };
 
+// An exchange waiting for a connection (a member of the exchange).
+struct PgWaiter {
+  int fd = -1;               // its eventfd while queued (a pool spare)
+  PgSlot* handed = nullptr;  // a connection handed over (the waiter's now)
+  bool queued = false;
+};
+
 class PgPool {
  public:
   // dsn goes to libpq as is; shown_dsn (redacted) goes to log lines.
@@ -34,7 +44,7 @@ class PgPool {
     kIdle,      // slot holds an open connection, ready for a query
     kConnect,   // slot's connection is being opened: PQconnectPoll it
     kBackoff,   // the database failed recently and the retry is not due
-    kFull,      // every slot is in use: wait on wake_fd()
+    kFull,      // every slot is in use: Enqueue, wait on waiter.fd
     kNoMemory,  // libpq could not even start (PQconnectStart returned null)
   };
   struct Lease {
@@ -45,10 +55,12 @@ class PgPool {
   // Takes an idle connection, else starts a connection in an empty slot
   // (unless backing off), else kFull.
   Lease Acquire(Clock::time_point now);
-  // The caller's slot goes back idle, its connection fit for another query.
+  // The caller's slot's connection is fit for another query: handed to the
+  // first waiter, else idle.
   void Release(PgSlot* slot);
   // The caller's slot's connection is closed (broken, or abandoned
-  // mid-query): the slot is empty again.
+  // mid-query): the slot is empty again, and the first waiter is woken
+  // (without a slot: it calls Acquire again, and connects).
   void Drop(PgSlot* slot);
   // A connection attempt succeeded (resets the backoff) or failed (Drop,
   // then no new attempt for a while: 50 ms doubling to 2 s).
@@ -56,13 +68,14 @@ class PgPool {
   void ConnectFailed(PgSlot* slot, Clock::time_point now,
                      const std::string& error);
 
-  // Waiting for a free slot: readable when one may be free. A waiter counts
-  // itself in (AddWaiter) before waiting and out (RemoveWaiter) after; a
-  // woken waiter calls DrainWake before trying Acquire again.
-  int wake_fd() const { return wake_fd_; }
-  void AddWaiter() { ++waiters_; }
-  void RemoveWaiter() { --waiters_; }
-  void DrainWake();
+  // Queues waiter (after Acquire said kFull) and gives it an eventfd to
+  // wait on, readable once it is dequeued: waiter->handed is then its
+  // connection, or null (a slot was emptied: Acquire again).
+  void Enqueue(PgWaiter* waiter);
+  // Ends a wait, woken or not (the exchange timed out or is destroyed): out
+  // of the queue, its eventfd drained and back to the spares, and a
+  // connection it was handed but will not use released to the next waiter.
+  void Dequeue(PgWaiter* waiter);
 
   const std::string& route() const { return route_; }
   const std::string& shown_dsn() const { return shown_dsn_; }
@@ -72,15 +85,16 @@ class PgPool {
   int64_t BackoffLeftMs(Clock::time_point now) const;
 
  private:
-  void WakeWaiter();
+  // Dequeues the first waiter, hands it slot (or null) and signals it.
+  bool WakeFirst(PgSlot* slot);
 
   const std::string dsn_;
   const std::string shown_dsn_;
   const std::string route_;
   std::vector<PgSlot> slots_;
-  int wake_fd_ = -1;
-  int waiters_ = 0;
-  int failures_ = 0;  // consecutive failed connection attempts
+  std::deque<PgWaiter*> waiters_;
+  std::vector<int> spare_fds_;  // eventfds of past waits, for the next ones
+  int failures_ = 0;            // consecutive failed connection attempts
   Clock::time_point retry_at_{};
   std::string last_error_;
 };
