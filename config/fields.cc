@@ -365,6 +365,24 @@ std::optional<SectionComplaint> SettleModelSection(std::string_view model,
   return std::nullopt;
 }
 
+// An array of strings. The complaint names the element (0-based, as the
+// handler's docs count $1.. from the first): the position is the array's.
+std::optional<std::string> StringList(const toml::node& node,
+                                      std::vector<std::string>* out) {
+  const toml::array* array = node.as_array();
+  if (!array) return "expected an array of strings, got " + Describe(node);
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const auto* text = element.as_string();
+    if (!text) {
+      return "element " + std::to_string(i) + ": expected a string, got " +
+             Describe(element);
+    }
+    out->push_back(text->get());
+  }
+  return std::nullopt;
+}
+
 Reader Param(const ParamSpec& spec, RouteParams* params) {
   return [&spec, params](const toml::node& node) -> std::optional<std::string> {
     ParamValue value;
@@ -377,11 +395,19 @@ Reader Param(const ParamSpec& spec, RouteParams* params) {
       bool flag = false;
       complaint = Bool(&flag)(node);
       value = flag;
+    } else if (spec.type == ParamType::kStringList) {
+      std::vector<std::string> list;
+      complaint = StringList(node, &list);
+      value = std::move(list);
     } else {
       std::string text;
       complaint = spec.type == ParamType::kHeaderValue
                       ? HeaderValue(&text)(node)
                       : Str(&text)(node);
+      if (!complaint && spec.check) {
+        std::string problem = spec.check(text);
+        if (!problem.empty()) complaint = std::move(problem);
+      }
       value = std::move(text);
     }
     if (!complaint) params->Set(spec.key, std::move(value), Position(node));

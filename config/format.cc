@@ -35,6 +35,14 @@ std::string TomlValue(const ParamValue& value) {
   if (const auto* flag = std::get_if<bool>(&value)) {
     return *flag ? "true" : "false";
   }
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    std::string out = "[";
+    for (const std::string& item : *list) {
+      if (out.size() > 1) out += ", ";
+      out += QuoteToml(item);
+    }
+    return out + "]";
+  }
   return QuoteToml(std::get<std::string>(value));
 }
 
@@ -53,7 +61,12 @@ void FormatRoute(const RouteConfig& r, const HandlerSchema* schema,
   for (const RouteParam& param : r.params.entries()) {
     const ParamSpec* spec = schema ? schema->Find(param.key) : nullptr;
     if (spec) out << "# " << DescribeParam(*schema, *spec) << "\n";
-    out << TomlKey(param.key) << " = " << TomlValue(param.value) << "\n";
+    const auto* text = std::get_if<std::string>(&param.value);
+    // A secret (a password in a conninfo) never reaches -p's output.
+    const std::string shown = spec && spec->redact && text
+                                  ? QuoteToml(spec->redact(*text))
+                                  : TomlValue(param.value);
+    out << TomlKey(param.key) << " = " << shown << "\n";
   }
 }
 

@@ -8,8 +8,8 @@
 
 namespace gearbox {
 
-const ParamSpec *HandlerSchema::Find(std::string_view key) const {
-  for (const ParamSpec &spec : params) {
+const ParamSpec* HandlerSchema::Find(std::string_view key) const {
+  for (const ParamSpec& spec : params) {
     if (spec.key == key) return &spec;
   }
   return nullptr;
@@ -17,7 +17,7 @@ const ParamSpec *HandlerSchema::Find(std::string_view key) const {
 
 void RouteParams::Set(std::string_view key, ParamValue value,
                       SourcePosition where) {
-  for (RouteParam &param : entries_) {
+  for (RouteParam& param : entries_) {
     if (param.key == key) {
       param.value = std::move(value);
       param.where = where;
@@ -27,17 +27,17 @@ void RouteParams::Set(std::string_view key, ParamValue value,
   entries_.push_back({std::string(key), std::move(value), where});
 }
 
-const RouteParam *RouteParams::Find(std::string_view key) const {
-  for (const RouteParam &param : entries_) {
+const RouteParam* RouteParams::Find(std::string_view key) const {
+  for (const RouteParam& param : entries_) {
     if (param.key == key) return &param;
   }
   return nullptr;
 }
 
 template <typename T>
-const T &RouteParams::Get(std::string_view key, const char *type) const {
-  const RouteParam *param = Find(key);
-  const T *value = param ? std::get_if<T>(&param->value) : nullptr;
+const T& RouteParams::Get(std::string_view key, const char* type) const {
+  const RouteParam* param = Find(key);
+  const T* value = param ? std::get_if<T>(&param->value) : nullptr;
   if (!value) {
     // A handler reads a key its schema does not declare with this type.
     fprintf(stderr, "route parameter \"%.*s\": %s, expected %s\n",
@@ -56,13 +56,17 @@ bool RouteParams::Bool(std::string_view key) const {
   return Get<bool>(key, "a boolean");
 }
 
-const std::string &RouteParams::Text(std::string_view key) const {
+const std::string& RouteParams::Text(std::string_view key) const {
   return Get<std::string>(key, "a string");
 }
 
-RouteParams DefaultParams(const HandlerSchema &schema) {
+const std::vector<std::string>& RouteParams::List(std::string_view key) const {
+  return Get<std::vector<std::string>>(key, "an array of strings");
+}
+
+RouteParams DefaultParams(const HandlerSchema& schema) {
   RouteParams params;
-  for (const ParamSpec &spec : schema.params) {
+  for (const ParamSpec& spec : schema.params) {
     switch (spec.type) {
       case ParamType::kInt:
         params.Set(spec.key, spec.int_default);
@@ -74,26 +78,29 @@ RouteParams DefaultParams(const HandlerSchema &schema) {
       case ParamType::kHeaderValue:
         params.Set(spec.key, std::string(spec.text_default));
         break;
+      case ParamType::kStringList:
+        params.Set(spec.key, std::vector<std::string>());
+        break;
     }
   }
   return params;
 }
 
-const HandlerSchema *FindSchema(std::span<const HandlerSchema> schemas,
+const HandlerSchema* FindSchema(std::span<const HandlerSchema> schemas,
                                 std::string_view name) {
-  for (const HandlerSchema &schema : schemas) {
+  for (const HandlerSchema& schema : schemas) {
     if (schema.name == name) return &schema;
   }
   return nullptr;
 }
 
-std::string DescribeParam(const HandlerSchema &schema, const ParamSpec &spec) {
+std::string DescribeParam(const HandlerSchema& schema, const ParamSpec& spec) {
   std::string line(spec.doc);
   switch (spec.type) {
     case ParamType::kInt: {
       // The lower bound of a cap is the key it caps (the loader checks it).
       std::string min = std::to_string(spec.min);
-      for (const ParamSpec &other : schema.params) {
+      for (const ParamSpec& other : schema.params) {
         if (other.at_most == spec.key) min = std::string(other.key);
       }
       line += spec.max == kNoMax ? ": >= " + min
@@ -108,6 +115,9 @@ std::string DescribeParam(const HandlerSchema &schema, const ParamSpec &spec) {
     case ParamType::kHeaderValue:
       line +=
           " (default " + config_internal::QuoteToml(spec.text_default) + ").";
+      break;
+    case ParamType::kStringList:
+      line += " (default []).";
       break;
   }
   return line;
@@ -126,7 +136,7 @@ bool IsBareKey(std::string_view key) {
 }
 
 // What is wrong with spec on its own, or nullopt.
-std::optional<std::string> CheckSpec(const ParamSpec &spec) {
+std::optional<std::string> CheckSpec(const ParamSpec& spec) {
   const std::string key(spec.key);
   if (!IsBareKey(spec.key)) return "key \"" + key + "\" is not a bare TOML key";
   for (const std::string_view route_key : RouteKeys()) {
@@ -141,6 +151,9 @@ std::optional<std::string> CheckSpec(const ParamSpec &spec) {
   if (spec.type == ParamType::kHeaderValue && spec.text_default.empty()) {
     return key + ": a header value needs a non-empty default";
   }
+  if ((spec.redact || spec.check) && spec.type != ParamType::kString) {
+    return key + ": check and redact apply to strings only";
+  }
   if (!spec.at_most.empty() && spec.type != ParamType::kInt) {
     return key + ": at_most applies to integers only";
   }
@@ -149,11 +162,11 @@ std::optional<std::string> CheckSpec(const ParamSpec &spec) {
 
 }  // namespace
 
-std::optional<std::string> CheckSchema(const HandlerSchema &schema) {
+std::optional<std::string> CheckSchema(const HandlerSchema& schema) {
   const std::string name(schema.name);
   if (schema.name.empty()) return "a handler schema without a name";
   for (size_t i = 0; i < schema.params.size(); ++i) {
-    const ParamSpec &spec = schema.params[i];
+    const ParamSpec& spec = schema.params[i];
     if (auto problem = CheckSpec(spec)) return name + ": " + *problem;
     for (size_t j = 0; j < i; ++j) {
       if (schema.params[j].key == spec.key) {
@@ -161,7 +174,7 @@ std::optional<std::string> CheckSchema(const HandlerSchema &schema) {
       }
     }
     if (spec.at_most.empty()) continue;
-    const ParamSpec *cap = schema.Find(spec.at_most);
+    const ParamSpec* cap = schema.Find(spec.at_most);
     if (!cap || cap == &spec || cap->type != ParamType::kInt) {
       return name + ": " + std::string(spec.key) + " at_most " +
              std::string(spec.at_most) + ": not another integer key";

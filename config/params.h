@@ -30,10 +30,11 @@ enum class ParamType {
   kBool,         // true or false
   kString,       // any string
   kHeaderValue,  // a non-empty string without control characters
+  kStringList,   // an array of strings (default: empty)
 };
 
 // One key of a handler's schema. Write it with IntParam, BoolParam,
-// StringParam or HeaderValueParam.
+// StringParam, HeaderValueParam or StringListParam.
 struct ParamSpec {
   std::string_view key;
   ParamType type = ParamType::kString;
@@ -46,6 +47,12 @@ struct ParamSpec {
   std::string_view at_most;
   bool bool_default = false;
   std::string_view text_default;  // kString, kHeaderValue
+  // kString: how -p (and the handler's log lines) show a value that holds a
+  // secret (a password in a database's conninfo); null: as written.
+  std::string (*redact)(std::string_view value) = nullptr;
+  // kString: what is wrong with a value beyond its type ("" when nothing),
+  // checked at load so a bad value is a file:line:col error; null: any.
+  std::string (*check)(std::string_view value) = nullptr;
 };
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
@@ -94,6 +101,28 @@ constexpr ParamSpec HeaderValueParam(std::string_view key,
   return spec;
 }
 
+constexpr ParamSpec StringListParam(std::string_view key,
+                                    std::string_view doc) {
+  ParamSpec spec;
+  spec.key = key;
+  spec.type = ParamType::kStringList;
+  spec.doc = doc;
+  return spec;
+}
+
+// A string the handler checks at load (check returns "" or what is wrong)
+// and that is shown through redact (when not null) wherever the config is
+// printed.
+constexpr ParamSpec CheckedStringParam(
+    std::string_view key, std::string_view default_value, std::string_view doc,
+    std::string (*check)(std::string_view),
+    std::string (*redact)(std::string_view) = nullptr) {
+  ParamSpec spec = StringParam(key, default_value, doc);
+  spec.check = check;
+  spec.redact = redact;
+  return spec;
+}
+
 // What the loader knows about one handler kind: its name (the value of a
 // route's `handler`) and the keys its routes may set besides the keys every
 // route has (path, handler).
@@ -106,10 +135,11 @@ struct HandlerSchema {
   bool fault_test_only = false;
 
   // The spec for key, or null.
-  const ParamSpec *Find(std::string_view key) const;
+  const ParamSpec* Find(std::string_view key) const;
 };
 
-using ParamValue = std::variant<int64_t, bool, std::string>;
+using ParamValue =
+    std::variant<int64_t, bool, std::string, std::vector<std::string>>;
 
 struct RouteParam {
   std::string key;
@@ -125,35 +155,36 @@ class RouteParams {
   // Sets key, replacing its earlier value (and position) in place.
   void Set(std::string_view key, ParamValue value, SourcePosition where = {});
   // The parameter named key, or null.
-  const RouteParam *Find(std::string_view key) const;
+  const RouteParam* Find(std::string_view key) const;
   // The value of a key the handler's schema declares with this type. The
   // loader filled every declared key in, so a missing key or another type is
   // a broken invariant: these abort, naming the key.
   int64_t Int(std::string_view key) const;
   bool Bool(std::string_view key) const;
-  const std::string &Text(std::string_view key) const;
+  const std::string& Text(std::string_view key) const;
+  const std::vector<std::string>& List(std::string_view key) const;
 
-  const std::vector<RouteParam> &entries() const { return entries_; }
+  const std::vector<RouteParam>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
 
  private:
   template <typename T>
-  const T &Get(std::string_view key, const char *type) const;
+  const T& Get(std::string_view key, const char* type) const;
 
   std::vector<RouteParam> entries_;
 };
 
 // Every key of schema at its default, in schema order.
-RouteParams DefaultParams(const HandlerSchema &schema);
+RouteParams DefaultParams(const HandlerSchema& schema);
 
 // The schema named name, or null.
-const HandlerSchema *FindSchema(std::span<const HandlerSchema> schemas,
+const HandlerSchema* FindSchema(std::span<const HandlerSchema> schemas,
                                 std::string_view name);
 
 // One line documenting spec, derived from the schema (config/gearbox.toml
 // carries it above each key, and -p prints it): "The delay in milliseconds:
 // 0..3600000 (default 0)." A key that caps another shows that key as its
 // lower bound ("ms..3600000").
-std::string DescribeParam(const HandlerSchema &schema, const ParamSpec &spec);
+std::string DescribeParam(const HandlerSchema& schema, const ParamSpec& spec);
 
 }  // namespace gearbox

@@ -9,6 +9,7 @@ namespace gearbox {
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
                const Modules* modules, int worker)
     : info_(info) {
+  info_.worker = worker;
   for (size_t i = 0; i < routes.size(); ++i) {
     const RouteConfig& route = routes[i];
     std::unique_ptr<Handler> handler =

@@ -31,6 +31,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The most workers (so handler instances) a generation of config runs: what
+// a handler that holds backend connections multiplies its pool by.
+int MostWorkers(const Config& config) {
+  if (config.foreground) return 1;
+  const std::string& model = config.server.model;
+  if (model == "prefork") return config.prefork.Limits().max;
+  if (model == "threadpool") return config.threadpool.Limits().max;
+  return config.async.loops;
+}
+
 // Members go in reverse: the model (its workers) before the modules.
 struct Generation {
   int number = 0;
@@ -140,6 +150,8 @@ class Supervisor {
     info.live.push_back(gen->stats);
     info.route_names = RouteNames(config.routes);
     info.cores = cores_;
+    info.request_timeout = config.limits.request_timeout;
+    info.workers = MostWorkers(config);
     gen->route_names = info.route_names;
     routes->modules = gen->modules;
     ctx.routes = std::move(routes);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "daemon/handlers/handlers.h"
+#include "daemon/handlers/postgres/conninfo.h"
 
 namespace gearbox {
 
@@ -64,6 +65,18 @@ constexpr HandlerKind kHandlerTable[] = {
      "responds with the request body"},
     {"status", GEARBOX_FACTORY(MakeStatusHandler),
      "live server figures (the same as the periodic stats line)"},
+    {"postgres",
+     GEARBOX_FACTORY(MakePostgresHandler),
+     "runs a SQL statement on PostgreSQL and responds with its rows as JSON",
+     {CheckedStringParam("dsn", "",
+                         "The libpq conninfo (keep a password in a passfile)",
+                         &postgres::CheckConninfo, &postgres::RedactConninfo),
+      CheckedStringParam("query", "",
+                         "The SQL statement, prepared once per connection",
+                         &postgres::CheckQuery),
+      StringListParam("params",
+                      "Query-string arguments bound to $1..$N, in order"),
+      IntParam("pool", 4, 1, 1024, "Connections per worker")}},
     {"crash",
      GEARBOX_FACTORY(MakeCrashHandler),
      "aborts the process, to show what clients see when a worker dies",

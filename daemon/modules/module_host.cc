@@ -45,6 +45,9 @@ std::string Describe(const ParamValue& value) {
   if (const auto* b = std::get_if<bool>(&value)) {
     return *b ? "boolean true" : "boolean false";
   }
+  if (std::holds_alternative<std::vector<std::string>>(value)) {
+    return "an array";
+  }
   return "a string";
 }
 

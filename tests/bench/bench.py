@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_advisor  # noqa: E402
 import bench_report  # noqa: E402
 from bench_servers import (  # noqa: E402
-    HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, cpu_seconds, log, parse_httperf,
+    HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, Postgres, cpu_seconds, log, parse_httperf,
     build_timerwait, parse_wrk, rss_kib, sh, slab_kib, stop_all)
 
 
@@ -73,7 +73,13 @@ WORKLOADS = {
     "timerwait1ms": "/tw?ms=1",
     "timerwait20ms": "/tw?ms=20",
     "burn": "/burn?us=200",
+    # A real database (the postgres handler on a cluster the bench creates): the
+    # seed's 1 ms made real (about 2 ms on one connection: the query's round
+    # trips), and an indexed point lookup on a 100,000-row table.
+    "pgsleep1ms": "/pgsleep",
+    "pglookup": "/pglookup?id=54321",
 }
+PG_WORKLOADS = ("pgsleep1ms", "pglookup")
 
 
 class Bench:
@@ -95,6 +101,7 @@ class Bench:
         self.done = 0
         self.total = 0
         self.timerwait = None  # libtimerwait.so for /tw (main() builds it)
+        self.pg = None  # the Postgres cluster of the pg* workloads (main() starts it)
 
     # One wrk point. `cpu` maps a name to a callable returning the pids to measure.
     def wrk(self, server, path, workload, url, conc, duration, cpu, rss_of=None, tag=None,
@@ -311,8 +318,8 @@ def plan(args):
         return {
             "configs": ["async-1", "threadpool-64", "prefork-8"],
             "direct": {"hello": [16, 64], "wait1ms": [16, 64], "timerwait1ms": [16, 64],
-                       "wait20ms": [16], "burn": [16]},
-            "nginx": {"hello": [16], "wait1ms": [16]},
+                       "wait20ms": [16], "burn": [16], "pgsleep1ms": [16], "pglookup": [16]},
+            "nginx": {"hello": [16], "wait1ms": [16], "pgsleep1ms": [16], "pglookup": [16]},
             "nginx_tcp": {"hello": [16]},
             "ref_conc": [16, 64],
             "duration": args.duration or 1,
@@ -327,7 +334,7 @@ def plan(args):
     return {
         "configs": [c[0] for c in CONFIGS],
         "direct": {w: conc for w in WORKLOADS},
-        "nginx": {"hello": conc, "wait1ms": conc},
+        "nginx": {"hello": conc, "wait1ms": conc, "pgsleep1ms": conc, "pglookup": conc},
         # nginx -> gearboxd over TCP (127.0.0.1:PORT, the shipped upstream otherwise),
         # as a multi-host setup runs: ~50 points, ~3 minutes more.
         "nginx_tcp": {"hello": conc, "wait1ms": conc},
@@ -370,7 +377,7 @@ def run_config(bench, label, pl):
     socket and over TCP, the seed profile, the alternation, idle and slow clients."""
     d = pl["duration"]
     gb = Gearbox(bench.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
-                 timerwait=bench.timerwait)
+                 timerwait=bench.timerwait, pg=bench.pg.dir)
     gb.start()
     ngx = Nginx(bench.work, bench.confdir, bench.logdir, label)
     ngx.start(gb)
@@ -382,14 +389,18 @@ def run_config(bench, label, pl):
     gcpu = {"gearboxd": gb.pids}
     direct = f"http://127.0.0.1:{gb.port}"
     bench.warmup(label, "direct", direct + "/hello", gcpu)
+    # The database's CPU is measured apart (its backends are processes of their own).
+    with_pg = {"postgres": bench.pg.pids}
     for w, concs in pl["direct"].items():
+        cpu = {**gcpu, **with_pg} if w in PG_WORKLOADS else gcpu
         for c in concs:
-            bench.wrk(label, "direct", w, direct + WORKLOADS[w], c, d, gcpu, gb.pids, gearbox=gb)
+            bench.wrk(label, "direct", w, direct + WORKLOADS[w], c, d, cpu, gb.pids, gearbox=gb)
     for n, points in ((ngx, pl["nginx"]), (ngx_tcp, pl.get("nginx_tcp", {}))):
         both = {"gearboxd": gb.pids, "nginx": n.workers}
         for w, concs in points.items():
+            cpu = {**both, **with_pg} if w in PG_WORKLOADS else both
             for c in concs:
-                bench.wrk(label, "nginx", w, f"http://127.0.0.1:{n.proxy}{WORKLOADS[w]}", c, d, both,
+                bench.wrk(label, "nginx", w, f"http://127.0.0.1:{n.proxy}{WORKLOADS[w]}", c, d, cpu,
                           gb.pids, gearbox=gb, nginx=n)
     both = {"gearboxd": gb.pids, "nginx": ngx.workers}
     for w in ("hello", "wait1ms"):
@@ -456,7 +467,8 @@ def main():
         log(f"bench: rewrote {args.rerender}/results.md from results.json")
         return 0
 
-    for tool, package in (("nginx", "nginx-light"), ("wrk", "wrk"), ("httperf", "httperf")):
+    for tool, package in (("nginx", "nginx-light"), ("wrk", "wrk"), ("httperf", "httperf"),
+                          ("psql", "postgresql")):
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} not found: apt-get install {package} (.ci/setup installs it)")
     pl = plan(args)
@@ -484,6 +496,7 @@ def main():
     meta["build"] = build_cmd
     bench = Bench(args, binary, out)
     bench.timerwait, meta["timerwait_build"] = build_timerwait(bench.work)
+    bench.pg = Postgres(bench.work, bench.logdir)
     bench.total = count_points(pl)
     d = pl["duration"]
     failed = None
@@ -502,6 +515,9 @@ def main():
             bench.httperf("nginx", "ref", "hello", ngx.ref, "/", pl["seed_conns"], ncpu)
         ngx.stop()
 
+        bench.pg.start()
+        meta["postgres"] = bench.pg.version()
+        log(f"postgres ({meta['postgres']}) on {bench.pg.dir}, bench_rows: {Postgres.ROWS} rows")
         for label in pl["configs"]:
             run_config(bench, label, pl)
         # The advisor check: each configuration's pick for each workload.
@@ -511,6 +527,7 @@ def main():
         log(f"bench: ERROR: {failed}")
     finally:
         stop_all()
+        bench.pg.stop()
         shutil.rmtree(bench.work, ignore_errors=True)
 
     meta["loadavg_end"] = open("/proc/loadavg").read().split()[:3]

@@ -121,6 +121,12 @@ def quick_checks(runs, idle):
                   f"read {r['err_read']}, write {r['err_write']}", fatal=False)
         if r["workload"] in ("wait1ms", "timerwait1ms") and r["p50_ms"] is not None:
             check(f"{name}: p50 reflects the 1 ms wait", 0.9 <= r["p50_ms"] <= 50, f"p50 {r['p50_ms']:.2f} ms")
+        if r["workload"] == "pgsleep1ms" and r["p50_ms"] is not None:
+            check(f"{name}: p50 reflects pg_sleep(0.001)", 1.0 <= r["p50_ms"] <= 100,
+                  f"p50 {r['p50_ms']:.2f} ms")
+        if r["workload"] in ("pgsleep1ms", "pglookup") and r["requests"] > 1000:
+            check(f"{name}: postgres CPU time measured", (r.get("postgres_cpu_s") or 0) > 0,
+                  f"{r.get('postgres_cpu_s') or 0:.2f} s")
         if r["workload"] in ("wait20ms", "timerwait20ms") and r["p50_ms"] is not None:
             check(f"{name}: p50 reflects the 20 ms wait", 19 <= r["p50_ms"] <= 200, f"p50 {r['p50_ms']:.2f} ms")
         if r.get("gearboxd_cpu_s") is not None and r["requests"] > 1000:
@@ -573,15 +579,17 @@ class Report:
                 add(f"![{w} {p}]({w}-{suffix}.png)")
         add("")
         add("<details><summary>all figures</summary>\n")
+        pg = any(r.get("postgres_cpu_s") is not None for r in runs)
         add("| server | path | c | req/s | p50 ms | p99 ms | errors c/r/w/t | non-2xx | gearboxd µs/req "
-            "| nginx µs/req | accepts/req | busiest worker | nginx error lines | gearboxd RSS MiB "
-            "| other jobs (cores) |")
-        add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "| nginx µs/req | " + ("postgres µs/req | " if pg else "")
+            + "accepts/req | busiest worker | nginx error lines | gearboxd RSS MiB | other jobs (cores) |")
+        add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if pg else ""))
         for r in runs:
+            pg_cell = f"{_f(r.get('postgres_cpu_us_per_req'), 1)} | " if pg else ""
             add(f"| {r['server']} | {route(r)} | {r['conc']} | {r['rps']:,.0f} | {_f(r['p50_ms'], 2)} | "
                 f"{_f(r['p99_ms'], 2)} | {r['err_connect']}/{r['err_read']}/{r['err_write']}/{r['err_timeout']} | "
                 f"{r['non2xx']} | {_f(r.get('gearboxd_cpu_us_per_req'), 1)} | "
-                f"{_f(r.get('nginx_cpu_us_per_req'), 1)} | {_f(r.get('accepts_per_req'), 3)} | "
+                f"{_f(r.get('nginx_cpu_us_per_req'), 1)} | {pg_cell}{_f(r.get('accepts_per_req'), 3)} | "
                 f"{_f(100 * r['busiest_worker_share'] if r.get('busiest_worker_share') else None, 0, '%')} | "
                 f"{'' if r.get('nginx_error_lines') is None else r['nginx_error_lines']} | "
                 f"{_f(r['rss_kib'] / 1024 if r.get('rss_kib') else None, 1)} | "

@@ -138,7 +138,7 @@ TEST(ModuleCheckTest, NameClashesWithABuiltIn) {
   ExpectError(check, 2, 8,
               "[[module]] #1 name: \"echo\" is a built-in handler; give the "
               "module another name (built-in: text, wait, burn, echo, status, "
-              "crash)");
+              "postgres, crash)");
 }
 
 }  // namespace

@@ -1,0 +1,182 @@
+#include "daemon/handlers/postgres/pg_pool.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "daemon/logging.h"
+
+namespace gearbox::postgres {
+namespace {
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kMaxBackoff = std::chrono::seconds(2);
+
+}  // namespace
+
+std::string ErrorMessage(const PGconn* conn) {
+  std::string message = conn ? PQerrorMessage(conn) : "out of memory";
+  while (!message.empty() &&
+         (message.back() == '\n' || message.back() == ' ')) {
+    message.pop_back();
+  }
+  for (char& c : message) {
+    if (c == '\n' || c == '\t') c = ' ';  // one log line
+  }
+  return message;
+}
+
+PgPool::PgPool(std::string dsn, std::string shown_dsn, std::string route,
+               int size)
+    : dsn_(std::move(dsn)),
+      shown_dsn_(std::move(shown_dsn)),
+      route_(std::move(route)),
+      slots_(static_cast<size_t>(size)) {}
+
+PgPool::~PgPool() {
+  for (PgSlot& slot : slots_) {
+    if (slot.conn) PQfinish(slot.conn);
+  }
+  for (const int fd : spare_fds_) close(fd);
+}
+
+PgPool::Lease PgPool::Acquire(Clock::time_point now) {
+  PgSlot* empty = nullptr;
+  for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
+    if (slot.state == PgSlot::State::kIdle) {
+      // An idle connection the server ended (a shutdown sends FATAL 57P01,
+      // then EOF) reads as broken here, at the cost of one recv(): dropped,
+      // instead of failing the query it would be given.
+      if (!PQconsumeInput(slot.conn) || PQstatus(slot.conn) != CONNECTION_OK) {
+        LogInfo("postgres_connection_closed", "route={} error={}",
+                LogQuote(route_), LogQuote(ErrorMessage(slot.conn)));
+        slot.state = PgSlot::State::kInUse;
+        Drop(&slot);
+      } else {
+        slot.state = PgSlot::State::kInUse;
+        return {Outcome::kIdle, &slot};
+      }
+    }
+    if (slot.state == PgSlot::State::kEmpty && !empty) empty = &slot;
+  }
+  if (!empty) return {Outcome::kFull};
+  if (now < retry_at_) return {Outcome::kBackoff};
+  // The dsn first, expanded; the later keywords override it: JSON wants
+  // UTF-8 whatever the server's encoding.
+  const char* keywords[] = {"dbname", "client_encoding",
+                            "fallback_application_name", nullptr};
+  const char* values[] = {dsn_.c_str(), "UTF8", "gearboxd", nullptr};
+  PGconn* conn = PQconnectStartParams(keywords, values, 1);
+  if (!conn) return {Outcome::kNoMemory};
+  if (PQstatus(conn) == CONNECTION_BAD) {
+    last_error_ = ErrorMessage(conn);
+    PQfinish(conn);
+    empty->conn = nullptr;
+    ConnectFailed(empty, now, last_error_);
+    return {Outcome::kBackoff};
+  }
+  empty->state = PgSlot::State::kInUse;
+  empty->conn = conn;
+  empty->prepared = false;
+  return {Outcome::kConnect, empty};
+}
+
+void PgPool::Release(PgSlot* slot) {
+  if (WakeFirst(slot)) return;  // stays kInUse: the waiter's now
+  slot->state = PgSlot::State::kIdle;
+}
+
+void PgPool::Drop(PgSlot* slot) {
+  if (slot->conn) PQfinish(slot->conn);
+  slot->conn = nullptr;
+  slot->prepared = false;
+  slot->state = PgSlot::State::kEmpty;
+  WakeFirst(nullptr);
+}
+
+void PgPool::Connected() {
+  if (failures_ > 0) {
+    LogInfo("postgres_reconnected", "route={} dsn={} after_failures={}",
+            LogQuote(route_), LogQuote(shown_dsn_), failures_);
+  }
+  failures_ = 0;
+  retry_at_ = {};
+}
+
+void PgPool::ConnectFailed(PgSlot* slot, Clock::time_point now,
+                           const std::string& error) {
+  Drop(slot);
+  last_error_ = error;
+  const auto backoff = std::min<Clock::duration>(
+      kFirstBackoff * (1 << std::min(failures_, 6)), kMaxBackoff);
+  ++failures_;
+  retry_at_ = now + backoff;
+  LogWarn(
+      "postgres_connect_failed",
+      "route={} dsn={} failures={} retry_in_ms={} error={}", LogQuote(route_),
+      LogQuote(shown_dsn_), failures_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(),
+      LogQuote(error));
+}
+
+int64_t PgPool::BackoffLeftMs(Clock::time_point now) const {
+  if (now >= retry_at_) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now)
+      .count();
+}
+
+void PgPool::Enqueue(PgWaiter* waiter) {
+  if (waiter->fd < 0) {
+    if (!spare_fds_.empty()) {
+      waiter->fd = spare_fds_.back();
+      spare_fds_.pop_back();
+    } else {
+      waiter->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (waiter->fd < 0) {
+        // Out of fds: no wait is possible, and no connection either.
+        fprintf(stderr, "eventfd(EFD_NONBLOCK|EFD_CLOEXEC): %s\n",
+                strerror(errno));
+        abort();
+      }
+    }
+  }
+  waiter->handed = nullptr;
+  waiter->queued = true;
+  waiters_.push_back(waiter);
+}
+
+void PgPool::Dequeue(PgWaiter* waiter) {
+  if (waiter->queued) {
+    // O(waiters): only a wait that ends unserved (its deadline) gets here.
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), waiter));
+    waiter->queued = false;
+  }
+  if (waiter->fd >= 0) {
+    uint64_t count;
+    (void)!read(waiter->fd, &count, sizeof count);  // EAGAIN if not woken
+    spare_fds_.push_back(waiter->fd);
+    waiter->fd = -1;
+  }
+  if (PgSlot* slot = waiter->handed) {
+    waiter->handed = nullptr;
+    Release(slot);
+  }
+}
+
+bool PgPool::WakeFirst(PgSlot* slot) {
+  if (waiters_.empty()) return false;
+  PgWaiter* waiter = waiters_.front();
+  waiters_.pop_front();
+  waiter->queued = false;
+  waiter->handed = slot;
+  const uint64_t one = 1;
+  (void)!write(waiter->fd, &one, sizeof one);  // a fresh counter: never full
+  return true;
+}
+
+}  // namespace gearbox::postgres

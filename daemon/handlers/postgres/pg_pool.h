@@ -1,0 +1,105 @@
+// One worker's connections to one route's database: `size` slots, opened
+// lazily, re-opened after a failure with a backoff. Owned by the route's
+// handler instance, so used by one worker only: no locks. An exchange that
+// finds every slot in use queues (FIFO) and waits on an eventfd of its own;
+// a released connection is handed to the first in the queue and its eventfd
+// signalled, so an async loop never blocks on a full pool, and a release
+// wakes one waiter, not all (no thundering herd at c >> pool).
+#pragma once
+
+#include <postgresql/libpq-fe.h>
+
+#include <chrono>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace gearbox::postgres {
+
+using Clock = std::chrono::steady_clock;
+
+struct PgSlot {
+  enum class State { kEmpty, kInUse, kIdle };
+  State state = State::kEmpty;
+  PGconn* conn = nullptr;
+  bool prepared = false;  // the route's statement exists on conn
+};
+
+// An exchange waiting for a connection (a member of the exchange).
+struct PgWaiter {
+  int fd = -1;               // its eventfd while queued (a pool spare)
+  PgSlot* handed = nullptr;  // a connection handed over (the waiter's now)
+  bool queued = false;
+};
+
+class PgPool {
+ public:
+  // dsn goes to libpq as is; shown_dsn (redacted) goes to log lines.
+  PgPool(std::string dsn, std::string shown_dsn, std::string route, int size);
+  ~PgPool();  // closes every connection (PQfinish)
+  PgPool(const PgPool&) = delete;
+  PgPool& operator=(const PgPool&) = delete;
+
+  enum class Outcome {
+    kIdle,      // slot holds an open connection, ready for a query
+    kConnect,   // slot's connection is being opened: PQconnectPoll it
+    kBackoff,   // the database failed recently and the retry is not due
+    kFull,      // every slot is in use: Enqueue, wait on waiter.fd
+    kNoMemory,  // libpq could not even start (PQconnectStart returned null)
+  };
+  struct Lease {
+    Outcome outcome;
+    PgSlot* slot = nullptr;  // kIdle, kConnect: the caller's until it gives
+                             // it back (Release or Drop)
+  };
+  // Takes an idle connection, else starts a connection in an empty slot
+  // (unless backing off), else kFull.
+  Lease Acquire(Clock::time_point now);
+  // The caller's slot's connection is fit for another query: handed to the
+  // first waiter, else idle.
+  void Release(PgSlot* slot);
+  // The caller's slot's connection is closed (broken, or abandoned
+  // mid-query): the slot is empty again, and the first waiter is woken
+  // (without a slot: it calls Acquire again, and connects).
+  void Drop(PgSlot* slot);
+  // A connection attempt succeeded (resets the backoff) or failed (Drop,
+  // then no new attempt for a while: 50 ms doubling to 2 s).
+  void Connected();
+  void ConnectFailed(PgSlot* slot, Clock::time_point now,
+                     const std::string& error);
+
+  // Queues waiter (after Acquire said kFull) and gives it an eventfd to
+  // wait on, readable once it is dequeued: waiter->handed is then its
+  // connection, or null (a slot was emptied: Acquire again).
+  void Enqueue(PgWaiter* waiter);
+  // Ends a wait, woken or not (the exchange timed out or is destroyed): out
+  // of the queue, its eventfd drained and back to the spares, and a
+  // connection it was handed but will not use released to the next waiter.
+  void Dequeue(PgWaiter* waiter);
+
+  const std::string& route() const { return route_; }
+  const std::string& shown_dsn() const { return shown_dsn_; }
+  const std::string& last_error() const { return last_error_; }
+  int size() const { return static_cast<int>(slots_.size()); }
+  // Milliseconds until the next connection attempt may start (0: now).
+  int64_t BackoffLeftMs(Clock::time_point now) const;
+
+ private:
+  // Dequeues the first waiter, hands it slot (or null) and signals it.
+  bool WakeFirst(PgSlot* slot);
+
+  const std::string dsn_;
+  const std::string shown_dsn_;
+  const std::string route_;
+  std::vector<PgSlot> slots_;
+  std::deque<PgWaiter*> waiters_;
+  std::vector<int> spare_fds_;  // eventfds of past waits, for the next ones
+  int failures_ = 0;            // consecutive failed connection attempts
+  Clock::time_point retry_at_{};
+  std::string last_error_;
+};
+
+// libpq's message for conn without its trailing newline.
+std::string ErrorMessage(const PGconn* conn);
+
+}  // namespace gearbox::postgres

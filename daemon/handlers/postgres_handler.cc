@@ -1,0 +1,118 @@
+// `postgres`: runs the route's SQL statement on PostgreSQL through libpq's
+// non-blocking API and answers its rows as JSON. Each worker has its own
+// pool (this handler instance); the exchange is daemon/handlers/postgres/.
+#include <optional>
+
+#include "daemon/handlers/handlers.h"
+#include "daemon/handlers/postgres/conninfo.h"
+#include "daemon/handlers/postgres/pg_exchange.h"
+#include "daemon/logging.h"
+
+namespace gearbox {
+namespace {
+
+using postgres::Clock;
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A query-string value, form-decoded ('+' is a space, %XX a byte; a
+// malformed escape stays as written).
+std::string FormDecode(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '+') {
+      out += ' ';
+    } else if (raw[i] == '%' && i + 2 < raw.size() &&
+               HexDigit(raw[i + 1]) >= 0 && HexDigit(raw[i + 2]) >= 0) {
+      out +=
+          static_cast<char>(HexDigit(raw[i + 1]) * 16 + HexDigit(raw[i + 2]));
+      i += 2;
+    } else {
+      out += raw[i];
+    }
+  }
+  return out;
+}
+
+// The value of key in query ("" for "key" or "key="), or nullopt when the
+// query does not name it (Request::QueryParam cannot tell these apart).
+std::optional<std::string_view> FindQueryArg(std::string_view query,
+                                             std::string_view key) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == key) {
+      return eq == std::string_view::npos ? std::string_view{}
+                                          : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+class PostgresHandler final : public Handler {
+ public:
+  PostgresHandler(const RouteConfig& route, const ServerInfo& info)
+      : pool_(route.params.Text("dsn"),
+              postgres::RedactConninfo(route.params.Text("dsn")), route.path,
+              static_cast<int>(route.params.Int("pool"))),
+        params_(route.params.List("params")),
+        timeout_(route.timeout.value_or(info.request_timeout)) {
+    route_.query = route.params.Text("query");
+    route_.nparams = static_cast<int>(params_.size());
+    route_.connections_max = info.workers * pool_.size();
+    route_.check_budget = true;
+    // One worker speaks for the generation: the budget once, not per worker.
+    if (info.worker == 0) {
+      LogInfo("postgres_pool",
+              "route={} dsn={} pool={} workers={} connections_max={}",
+              LogQuote(route.path), LogQuote(pool_.shown_dsn()), pool_.size(),
+              info.workers, route_.connections_max);
+    }
+  }
+
+  std::unique_ptr<Exchange> Start(const Request& request) override {
+    std::vector<std::string> values;
+    values.reserve(params_.size());
+    for (const std::string& name : params_) {
+      std::optional<std::string_view> raw = FindQueryArg(request.query, name);
+      if (!raw) return MissingParam(name);
+      values.push_back(FormDecode(*raw));
+    }
+    return std::make_unique<postgres::PgExchange>(
+        &pool_, &route_, std::move(values), Clock::now() + timeout_);
+  }
+
+ private:
+  std::unique_ptr<Exchange> MissingParam(const std::string& name) {
+    LogInfo("postgres_bad_request", "route={} missing_param={}",
+            LogQuote(pool_.route()), LogQuote(name));
+    return Immediately([name](Response& response) {
+      response.status = 400;
+      response.content_type = "text/plain";
+      response.body = "missing query parameter " + name + "\n";
+    });
+  }
+
+  postgres::PgPool pool_;
+  postgres::PgRoute route_;
+  const std::vector<std::string> params_;
+  const Duration timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<Handler> MakePostgresHandler(const RouteConfig& route,
+                                             const ServerInfo& info) {
+  return std::make_unique<PostgresHandler>(route, info);
+}
+
+}  // namespace gearbox
