@@ -11,6 +11,15 @@ namespace {
 
 constexpr Duration kYear = std::chrono::hours(24 * 365);
 
+std::string Octal(int64_t value) {
+  std::ostringstream out;
+  if (value < 0) out << '-';
+  out << "0o" << std::oct << (value < 0 ? -value : value);
+  return out.str();
+}
+
+}  // namespace
+
 std::optional<std::string> ReadString(const toml::node& node,
                                       std::string* out) {
   const toml::value<std::string>* value = node.as_string();
@@ -25,15 +34,6 @@ bool HasControl(std::string_view text) {
   }
   return false;
 }
-
-std::string Octal(int64_t value) {
-  std::ostringstream out;
-  if (value < 0) out << '-';
-  out << "0o" << std::oct << (value < 0 ? -value : value);
-  return out.str();
-}
-
-}  // namespace
 
 std::string Join(std::span<const std::string_view> names) {
   std::string joined;
@@ -343,12 +343,12 @@ constexpr ModelSection kModelSections[] = {
      }},
 };
 
+}  // namespace
+
 SourcePosition Position(const toml::node& node) {
   const toml::source_position& at = node.source().begin;
   return {static_cast<int>(at.line), static_cast<int>(at.column)};
 }
-
-}  // namespace
 
 std::vector<Field> ModelSectionFields(std::string_view model, Config* config) {
   for (const ModelSection& section : kModelSections) {
@@ -412,54 +412,6 @@ Reader Param(const ParamSpec& spec, RouteParams* params) {
     }
     if (!complaint) params->Set(spec.key, std::move(value), Position(node));
     return complaint;
-  };
-}
-
-std::vector<Field> ModuleFields(ModuleConfig* module) {
-  Reader name = [module](const toml::node& node) -> std::optional<std::string> {
-    std::string text;
-    if (auto complaint = ReadString(node, &text)) return complaint;
-    const bool bare =
-        !text.empty() && text.size() <= 64 &&
-        text.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyz"
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
-    if (!bare) {
-      return "bad module name " + QuoteToml(text) +
-             " (1..64 letters, digits, '_' or '-')";
-    }
-    module->name = std::move(text);
-    return std::nullopt;
-  };
-  Reader path = [module](const toml::node& node) -> std::optional<std::string> {
-    std::string text;
-    if (auto complaint = ReadString(node, &text)) return complaint;
-    if (text.empty() || HasControl(text)) {
-      return "bad path " + QuoteToml(text) +
-             " (a shared object: non-empty, no control characters)";
-    }
-    module->path = std::move(text);
-    return std::nullopt;
-  };
-  return {{"name", name}, {"path", path}};
-}
-
-Reader RawParam(std::string_view key, RouteParams* params) {
-  return [key, params](const toml::node& node) -> std::optional<std::string> {
-    ParamValue value;
-    if (const auto* number = node.as_integer()) {
-      value = number->get();
-    } else if (const auto* flag = node.as_boolean()) {
-      value = flag->get();
-    } else if (const auto* text = node.as_string()) {
-      value = text->get();
-    } else {
-      return "a module's route key takes an integer, a boolean or a "
-             "string, got " +
-             Describe(node);
-    }
-    params->Set(key, std::move(value), Position(node));
-    return std::nullopt;
   };
 }
 

@@ -32,6 +32,12 @@ std::vector<std::pair<const toml::key*, const toml::node*>> InSourceOrder(
 
 // A value for messages: `string "x"`, `integer 5`, `a table`.
 std::string Describe(const toml::node& node);
+// The string at `node`, or a complaint naming what it is instead.
+std::optional<std::string> ReadString(const toml::node& node, std::string* out);
+// A C0 control character or DEL.
+bool HasControl(std::string_view text);
+// Where `node` starts, as the loader reports it.
+SourcePosition Position(const toml::node& node);
 
 std::optional<std::string> ReadInt(const toml::node& node, int64_t min,
                                    int64_t max, int64_t* out);

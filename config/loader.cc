@@ -376,8 +376,9 @@ class Loader {
                   label + ": missing required key \"path\"");
     }
     if (schema && !CapsHold(label, *schema, route.params)) return false;
-    if (schema && !DefaultsPass(label, table, *schema, route.params)) {
-      return false;
+    if (auto missing = schema ? MissingCheckedParam(*schema, route.params)
+                              : std::nullopt) {
+      return Fail(table.source().begin, label + ": " + *missing);
     }
     for (size_t j = 0; j < config_.routes.size(); ++j) {
       if (config_.routes[j].path == route.path) {
@@ -389,23 +390,6 @@ class Loader {
     }
     route_lines_.push_back(static_cast<int>(path->source().begin.line));
     config_.routes.push_back(std::move(route));
-    return true;
-  }
-
-  // A checked string the file left out must pass its check at its default
-  // (a postgres route needs a query): the error points at the [[route]].
-  bool DefaultsPass(const std::string& label, const toml::table& table,
-                    const HandlerSchema& schema, const RouteParams& params) {
-    for (const ParamSpec& spec : schema.params) {
-      if (!spec.check) continue;
-      const RouteParam& param = *params.Find(spec.key);
-      if (param.where.in_file()) continue;  // checked as it was read
-      std::string problem = spec.check(std::get<std::string>(param.value));
-      if (!problem.empty()) {
-        return Fail(table.source().begin, label + ": missing key " + param.key +
-                                              " (" + problem + ")");
-      }
-    }
     return true;
   }
 

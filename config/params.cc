@@ -187,4 +187,17 @@ std::optional<std::string> CheckSchema(const HandlerSchema& schema) {
   return std::nullopt;
 }
 
+std::optional<std::string> MissingCheckedParam(const HandlerSchema& schema,
+                                               const RouteParams& params) {
+  for (const ParamSpec& spec : schema.params) {
+    if (!spec.check) continue;
+    const RouteParam& param = *params.Find(spec.key);
+    if (param.where.in_file()) continue;  // checked as it was read
+    std::string problem = spec.check(std::get<std::string>(param.value));
+    if (!problem.empty())
+      return "missing key " + param.key + " (" + problem + ")";
+  }
+  return std::nullopt;
+}
+
 }  // namespace gearbox

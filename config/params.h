@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -186,5 +187,11 @@ const HandlerSchema* FindSchema(std::span<const HandlerSchema> schemas,
 // 0..3600000 (default 0)." A key that caps another shows that key as its
 // lower bound ("ms..3600000").
 std::string DescribeParam(const HandlerSchema& schema, const ParamSpec& spec);
+
+// A checked string (CheckedStringParam) the file left out must pass its check
+// at its default (a postgres route needs a query): "missing key K (why)" for
+// the first that does not, for an error at the [[route]].
+std::optional<std::string> MissingCheckedParam(const HandlerSchema& schema,
+                                               const RouteParams& params);
 
 }  // namespace gearbox
