@@ -119,7 +119,7 @@ handler = "echo"
 path = "/status"
 handler = "status"
 EOF
-"$GEARBOXD" -t -c "$conf" >/dev/null || fail "gearboxd -t rejected the config"
+check=$("$GEARBOXD" -t -c "$conf" 2>&1) || { echo "$check" >&2; fail "gearboxd -t rejected the config"; }
 setsid "$GEARBOXD" -c "$conf" > "$work/gearboxd.log" 2>&1 &
 gpid=$!
 gbase=http://127.0.0.1:$gport
