@@ -205,9 +205,12 @@ status_json() {  # INDEX KEY: a field of the host's /status, read directly
   curl -sS --max-time 5 "http://$(host "$1")/status" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
 }
+# awk reads the whole exposition: an early exit would leave curl writing into a
+# closed pipe (curl: (23) Failed writing body), and pipefail fails the read.
+# With the per-route samples the exposition is larger than a pipe's buffer.
 om() {  # INDEX SAMPLE-PREFIX: a sample of the host's OpenMetrics exposition
   curl -sS --max-time 5 "http://$(host "$1")/status?format=openmetrics" |
-    awk -v p="$2" 'index($0, p) == 1 { print $NF; exit }'
+    awk -v p="$2" '!found && index($0, p) == 1 { print $NF; found = 1 }'
 }
 # Requests that took longer than 1 s on a host, counted by the host: _count
 # minus the le="1" bucket, both from one exposition (a second read would also

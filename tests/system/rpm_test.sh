@@ -247,7 +247,7 @@ done
 # As installed: gearbox.yml finds gearbox-rules.yml next to it.
 promtool check config "$extract/usr/share/gearbox/prometheus/gearbox.yml" > /dev/null ||
   fail "the packaged gearbox.yml does not pass promtool check config"
-zcat "$extract/usr/share/man/man8/gearboxd.8.gz" | head -3 | grep -q '^\.TH GEARBOXD 8' ||
+zcat "$extract/usr/share/man/man8/gearboxd.8.gz" | sed -n 1,3p | grep -q '^\.TH GEARBOXD 8' ||
   fail "gearboxd.8.gz is not the man page"
 
 say "payload: scriptlets and dependencies"

@@ -71,7 +71,7 @@ body=$(curl -sS --max-time 10 --unix-socket /run/gearbox/http.sock http://localh
 pid=$(show gearbox.service MainPID)
 say "  MainPID $pid, user $(ps -o user= -p "$pid"), status: $(show gearbox.service StatusText)"
 [[ $(ps -o user= -p "$pid") == gearbox ]] || fail "gearboxd does not run as gearbox"
-journalctl --no-pager -u gearbox.service | grep -q 'listening.*name=fastcgi.*systemd=true' ||
+journalctl --no-pager -u gearbox.service | grep 'listening.*name=fastcgi.*systemd=true' >/dev/null ||
   fail "gearboxd did not receive the fastcgi socket from systemd"
 [[ -n $(show gearbox.service WatchdogTimestamp) ]] || fail "no WATCHDOG=1 received"
 say "  both sockets passed by name; watchdog pinged at $(show gearbox.service WatchdogTimestamp)"
@@ -292,7 +292,7 @@ for model in threadpool async; do
     fail "[$model] NRestarts $(show gearbox.service NRestarts), want $((restarts + 1))"
   [[ $(show gearbox.service MainPID) != "$pid" ]] || fail "[$model] the crashed process still runs"
   [[ $(show gearbox.service ActiveState) == active ]] || fail "[$model] not active after the restart"
-  journalctl --no-pager -u gearbox.service | grep -q 'event=crash_handler' ||
+  journalctl --no-pager -u gearbox.service | grep 'event=crash_handler' >/dev/null ||
     fail "[$model] the crash was not logged"
   curl -sS --max-time 5 -f "$http/hello" >/dev/null || fail "[$model] /hello after the restart"
   say "  restarted by systemd (NRestarts $(show gearbox.service NRestarts), MainPID $pid -> $(show gearbox.service MainPID))"
