@@ -204,6 +204,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         c.conn.Process(now);
         break;
       case Interest::Kind::kWrite:
+        policy.WillWait();
         if (WaitFor(c.fd, POLLOUT, i.deadline)) {
           SendSome(c, Clock::now());
         } else {
@@ -211,6 +212,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         }
         break;
       case Interest::Kind::kHandler:
+        policy.WillWait();
         WaitHandler(c, i, *ctx.sleeper, now);
         break;
       case Interest::Kind::kRead:

@@ -39,9 +39,10 @@ struct BlockingConnection {
   int fd;
   Connection conn;
   Clock::time_point turn_started{};  // when the current worker took it
-  // Threadpool bookkeeping while parked in the poller: its entry in the
-  // poller's expiry index, and whether the fd is already in the epoll set.
+  // Threadpool bookkeeping while parked (ParkedSet): its entry in the expiry
+  // index and its slot, and whether the fd is already in the epoll set.
   std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
+  uint32_t park_slot = 0;
   bool parked = false;
   bool registered = false;
 };
@@ -65,6 +66,9 @@ class BlockingPolicy : public ResponsePolicy {
   // Others wait for a worker and this connection has had its turn: true hands
   // it back (parked when idle, re-queued when requests are buffered).
   virtual bool TurnOver(const BlockingConnection&) { return false; }
+  // The worker is about to block (a handler's wait, a full socket): work it
+  // holds for later should go to a worker that is free now.
+  virtual void WillWait() {}
 };
 
 struct BlockingContext {

@@ -16,6 +16,10 @@ namespace {
 
 constexpr uint64_t kListenerTag = 1ull << 63;
 constexpr uint64_t kWakeTag = 1ull << 62;
+// A worker busy this long on one turn without saying it blocks gives its
+// seat to a follower. A fast request takes microseconds; a CPU-heavy one
+// may keep its core.
+constexpr std::chrono::milliseconds kSeatRetake{2};
 
 }  // namespace
 
@@ -46,6 +50,7 @@ Status ConnectionPoller::Init() {
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (Status s = queue_.Init(wake_fd_); !s.ok()) return s;
   return SetListening(true);
 }
 
@@ -70,12 +75,14 @@ void ConnectionPoller::Stop() {
   stop_.store(true);
   Wake();
   if (thread_.joinable()) thread_.join();
-  while (!parked_.empty()) {
-    BlockingConnection* c = parked_.begin()->second;
-    Unlink(c);
+  taken_.clear();
+  queue_.TakeParked(taken_);
+  for (BlockingConnection* c : taken_) {
+    c->conn.Attach(&env_);
     c->conn.Abort(CloseReason::kDrain);
     Finish(c);
   }
+  taken_.clear();
 }
 
 Status ConnectionPoller::SetListening(bool on) {
@@ -109,7 +116,6 @@ void ConnectionPoller::OnDrain() {
   drain_seen_ = true;
   if (listening_) SetListening(false);
   ShortenIdleParked();
-  queue_.SetHeld(parked_.size());
   acknowledged_.store(true);
 }
 
@@ -119,7 +125,13 @@ void ConnectionPoller::Loop() {
     if (draining_.load() && !drain_seen_) OnDrain();
     AdjustListening();
     int timeout_ms = NextExpiryMs();
-    if (!listening_ && !drain_seen_) timeout_ms = std::min(timeout_ms, 50);
+    // Not listening (at the cap), or draining: look again soon. A draining
+    // pass gives idle connections parked since the last one the drain's
+    // deadline.
+    if (!listening_) timeout_ms = std::min(timeout_ms, 50);
+    // Every seat held and followers asleep: a seated worker may be stuck on
+    // one turn (a handler blocking on its own): look every millisecond.
+    if (queue_.RetakeSeats(kSeatRetake)) timeout_ms = std::min(timeout_ms, 1);
     int n = epoll_wait(epoll_fd_, events.data(),
                        static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -135,20 +147,10 @@ void ConnectionPoller::Loop() {
         (void)r;
       } else if (tag & kListenerTag) {
         if (listening_) AcceptFrom(tag & ~kListenerTag);
-      } else {
-        auto* c = reinterpret_cast<BlockingConnection*>(tag);
-        Unlink(c);
-        Dispatch(c);
       }
     }
-    queue_.TakeReturned(returned_);
-    for (BlockingConnection* c : returned_) Park(c);
-    returned_.clear();
+    if (drain_seen_) ShortenIdleParked();
     ExpireParked();
-    // While draining only busy connections and idle ones lingering for
-    // drain_idle_timeout stay parked, so the count tells Drain() whether any
-    // are left.
-    if (drain_seen_) queue_.SetHeld(parked_.size());
   }
 }
 
@@ -191,67 +193,57 @@ void ConnectionPoller::Finish(BlockingConnection* c) {
   open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ConnectionPoller::Park(BlockingConnection* c) {
+// A parked connection no worker holds, parked again after the machine had a
+// look (Next() sees the drain): closed if it says so.
+void ConnectionPoller::Repark(BlockingConnection* c) {
   c->conn.Attach(&env_);
-  const Clock::time_point now = Clock::now();
-  if (c->conn.Next(now).kind == Interest::Kind::kClose) {
+  if (c->conn.Next(Clock::now()).kind == Interest::Kind::kClose) {
     Finish(c);
     return;
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-  ev.data.ptr = c;
-  // Each connection is added once and re-armed with MOD afterwards.
-  if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd,
-                &ev) != 0) {
+  if (!queue_.ParkFromPoller(c)) {
     c->conn.Abort(CloseReason::kError);
     Finish(c);
-    return;
   }
-  c->registered = true;
-  // The machine's deadline: header/body timeout for a request in progress,
-  // header_timeout for a fresh connection, idle_timeout between requests.
-  c->park_entry = parked_.emplace(c->conn.deadline(), c);
-  c->parked = true;
 }
 
-void ConnectionPoller::Unlink(BlockingConnection* c) {
-  if (!c->parked) return;
-  parked_.erase(c->park_entry);
-  c->parked = false;
-}
-
-int ConnectionPoller::NextExpiryMs() const {
-  if (parked_.empty()) return 1000;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  parked_.begin()->first - Clock::now())
-                  .count();
+// Until the earliest parked deadline, at most a second: workers park with
+// later deadlines, and wake the poller when one is earlier.
+int ConnectionPoller::NextExpiryMs() {
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point next =
+      queue_.NextDeadline(now + std::chrono::seconds(1));
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
   return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 1000));
 }
 
-// O(expired * log n): the index is ordered by expiry.
+// The deadline of a parked connection: header/body timeout for a request in
+// progress, header_timeout for a fresh connection, idle_timeout between
+// requests. It was attached to the worker that parked it: count here.
 void ConnectionPoller::ExpireParked() {
   const Clock::time_point now = Clock::now();
-  while (!parked_.empty() && parked_.begin()->first <= now) {
-    BlockingConnection* c = parked_.begin()->second;
-    Unlink(c);
+  taken_.clear();
+  queue_.TakeExpired(now, taken_);
+  for (BlockingConnection* c : taken_) {
+    c->conn.Attach(&env_);
     c->conn.DeadlinePassed(now);
     Finish(c);  // with the 408 it may be owed
   }
+  taken_.clear();
 }
 
 // Idle ones get the machine's drain deadline (drain_idle_timeout); mid-request
 // or fresh ones (accepted, first request not here yet) keep theirs: let them
 // finish, or time out.
 void ConnectionPoller::ShortenIdleParked() {
-  std::vector<BlockingConnection*> idle;
-  for (const auto& [deadline, c] : parked_) {
-    if (c->conn.phase() == Phase::kIdle) idle.push_back(c);
+  taken_.clear();
+  queue_.TakeIdleParked(taken_);
+  for (BlockingConnection* c : taken_) {
+    Repark(c);
+    queue_.Done();
   }
-  for (BlockingConnection* c : idle) {
-    Unlink(c);
-    Park(c);  // Next() sees the drain
-  }
+  taken_.clear();
 }
 
 }  // namespace gearbox

@@ -1,12 +1,12 @@
-// threadpool's poller: owns accept() and every connection no worker holds.
-// Idle keep-alive and slow mid-request connections sit in epoll
-// (EPOLLONESHOT) with an expiry index, so 10,000 idle clients pin no thread;
-// a readable one goes to the ReadyQueue. Expiry is the connection state
-// machine's decision (408 or a silent close), taken here without a worker.
+// threadpool's poller: owns accept() and the clock. It accepts new
+// connections into the ReadyQueue (or refuses them with 503 when it is
+// full), and times out parked ones (408 or a silent close, the connection
+// state machine's decision) without a worker. It is not on a kept-alive
+// request's path: workers take readable parked connections from the
+// ReadyQueue's epoll set themselves.
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <thread>
 #include <vector>
 
@@ -26,7 +26,7 @@ class ConnectionPoller {
   // Creates epoll and its wake-up and starts watching the listeners.
   Status Init();
   void StartThread();
-  // Any thread: look at the drain flag, or hand-backs, now.
+  // Any thread: look at the drain flag, or an earlier deadline, now.
   void Wake();
   // Blocks until the poller has stopped accepting and closed idle
   // connections (bounded: a second).
@@ -44,10 +44,9 @@ class ConnectionPoller {
   Status SetListening(bool on);
   void AcceptFrom(size_t index);
   void Dispatch(BlockingConnection* c);
-  void Park(BlockingConnection* c);
-  void Unlink(BlockingConnection* c);
+  void Repark(BlockingConnection* c);
   void Finish(BlockingConnection* c);  // sends what it owes, closes
-  int NextExpiryMs() const;
+  int NextExpiryMs();
   void ExpireParked();
   void ShortenIdleParked();
 
@@ -66,9 +65,7 @@ class ConnectionPoller {
   std::atomic<bool> acknowledged_{false};
   std::atomic<int64_t> open_{0};
   std::thread thread_;
-  // Parked connections by expiry time (poller thread only).
-  std::multimap<Clock::time_point, BlockingConnection*> parked_;
-  std::vector<BlockingConnection*> returned_;
+  std::vector<BlockingConnection*> taken_;  // scratch: expired, idle at drain
 };
 
 }  // namespace gearbox

@@ -1,8 +1,9 @@
-// Design (gunicorn gthread / Apache event, with memcached's queue + wake-up):
-//  - ConnectionPoller owns accept() and every connection no thread holds: idle
-//    keep-alive and slow mid-request ones sit in epoll, not in a thread.
-//  - ReadyQueue hands a readable connection to a worker, which serves it with
-//    blocking I/O until it would wait for bytes, then hands it back.
+// Design (leader/follower, as Apache event and ACE; the queue as memcached):
+//  - ConnectionPoller owns accept() and the parked connections' deadlines.
+//  - ReadyQueue is where a worker takes its next connection: a new one the
+//    poller queued, or a parked one (idle keep-alive, slow mid-request) that
+//    epoll reports readable to that worker. The worker serves it with
+//    blocking I/O until it would wait for bytes, then parks it itself.
 //  - A full queue is answered at once with 503 + Retry-After + close.
 //  - This file wires them and the worker threads, and runs the drain. A
 //    thread whose request is stuck past its deadline is reported and, up to
@@ -11,6 +12,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
@@ -52,23 +54,29 @@ class InterruptibleSleeper final : public Sleeper {
   bool aborted_ = false;
 };
 
-// A worker never blocks waiting for a client's bytes: the poller does that.
+// A worker never blocks waiting for a client's bytes: epoll holds the
+// connection until they come.
 class ParkWhenIdle final : public BlockingPolicy {
  public:
-  explicit ParkWhenIdle(const ReadyQueue& queue) : queue_(queue) {}
+  ParkWhenIdle(ReadyQueue& queue, size_t worker)
+      : queue_(queue), worker_(worker) {}
   ReadWait WaitReadable(BlockingConnection&, const Interest&) override {
     return ReadWait::kPark;
   }
   // Its turn is over once it has had the worker for kTurnSlice and more
-  // connections wait than there are idle workers.
+  // connections are queued than there are idle workers, or no worker is
+  // idle (parked connections may be readable: epoll does not say).
   bool TurnOver(const BlockingConnection& c) override {
-    return Clock::now() - c.turn_started >= kTurnSlice &&
-           queue_.queued().load(std::memory_order_relaxed) >
-               queue_.idle_workers().load(std::memory_order_relaxed);
+    if (Clock::now() - c.turn_started < kTurnSlice) return false;
+    const int idle = queue_.idle_workers();
+    return idle == 0 || queue_.queued().load(std::memory_order_relaxed) > idle;
   }
+  // A handler's wait or a full socket: another worker takes its seat.
+  void WillWait() override { queue_.ReleaseSeat(worker_); }
 
  private:
-  const ReadyQueue& queue_;
+  ReadyQueue& queue_;
+  const size_t worker_;
 };
 
 // One worker thread's state.
@@ -100,7 +108,8 @@ class ThreadPoolModel final : public Model {
     scaler_ = std::make_unique<PoolScaler>(limits_, "threadpool",
                                            ctx.generation, Clock::now());
     queue_ = std::make_unique<ReadyQueue>(
-        static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0));
+        static_cast<size_t>(ctx.config.threadpool.queue), ctx_.stats->Slot(0),
+        static_cast<size_t>(limits_.max), Seats(limits_.max));
     poller_ = std::make_unique<ConnectionPoller>(ctx_, *queue_, draining_);
     if (Status s = poller_->Init(); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
@@ -176,6 +185,13 @@ class ThreadPoolModel final : public Model {
  private:
   enum class DrainState { kIdle, kServing, kNotAccepting, kStopping, kStopped };
 
+  // About one worker per core waits for events or runs; more would only take
+  // turns on the cores, a context switch per request.
+  static int Seats(int max_threads) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    return std::clamp(cores, 1, max_threads);
+  }
+
   static PoolLimits Limits(const ModelConfig& c) {
     return c.foreground ? PoolLimits{1, 1, 1, {}} : c.threadpool.Limits();
   }
@@ -240,10 +256,13 @@ class ThreadPoolModel final : public Model {
   // the ready queue; logs the threads that retired themselves since.
   void Scale(Clock::time_point now) {
     const int current = live_.load();
-    const int idle = queue_->idle_workers().load(std::memory_order_relaxed);
+    const int idle = queue_->idle_workers();
     const int waiting = queue_->queued().load(std::memory_order_relaxed);
+    const uint64_t ready_waits = queue_->ready_waits();
     const int want =
-        scaler_->ToGrow(now, current, current - idle, WorkWaits(waiting));
+        scaler_->ToGrow(now, current, current - idle,
+                        WorkWaits(waiting, ready_waits - last_ready_waits_));
+    last_ready_waits_ = ready_waits;
     int started = 0;
     while (started < want && AddWorker()) ++started;
     if (started > 0) {
@@ -262,9 +281,11 @@ class ThreadPoolModel final : public Model {
   }
 
   // The growth signal: connections ready for a thread and none idle to take
-  // them. The ReadyQueue holds them today; the throughput issue may move
-  // ready work elsewhere, then this is what changes.
-  static bool WorkWaits(int queued) { return queued > 0; }
+  // them: queued new ones, or parked ones a worker found readable the
+  // moment it came back while every other worker was busy.
+  static bool WorkWaits(int queued, uint64_t ready_waits) {
+    return queued > 0 || ready_waits > 0;
+  }
 
   void PublishGauges() {
     ctx_.stats->SetWorkerBounds(live_.load(), limits_.min, limits_.max);
@@ -296,7 +317,7 @@ class ThreadPoolModel final : public Model {
     bc.env.request = &request;
     bc.env.response = &response;
     bc.sleeper = &w.sleeper;
-    ParkWhenIdle policy(*queue_);
+    ParkWhenIdle policy(*queue_, index);
     // A pool that may shrink gives up a thread idle this long.
     const auto idle_for =
         limits_.max > limits_.min
@@ -306,7 +327,7 @@ class ThreadPoolModel final : public Model {
     bool retired = false;  // Retire() counted it out of live_ already
     for (;;) {
       bool idle = false;
-      BlockingConnection* c = queue_->Pop(idle_for, &idle);
+      BlockingConnection* c = queue_->Pop(index, idle_for, &idle);
       if (!c && idle) {
         if ((retired = Retire())) break;
         continue;
@@ -316,21 +337,29 @@ class ThreadPoolModel final : public Model {
       c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, policy);
       w.current_fd.store(-1);
-      BlockingConnection* parked = nullptr;
-      if (outcome == ConnectionOutcome::kClosed) {
-        delete c;
-        poller_->Closed();
-      } else if (outcome == ConnectionOutcome::kYield) {
-        queue_->Requeue(c);
-      } else {
-        parked = c;
-      }
-      queue_->Done(parked);
-      if (parked || draining_.load()) poller_->Wake();
+      HandBack(c, outcome);
     }
+    queue_->ReleaseSeat(index);
     if (!retired) live_.fetch_sub(1);
     stats.tid.store(0);
     w.exited.store(true);
+  }
+
+  // Where a connection goes after its turn: parked in the epoll set until
+  // its bytes come, to the back of the queue, or closed.
+  void HandBack(BlockingConnection* c, ConnectionOutcome outcome) {
+    if (outcome == ConnectionOutcome::kParked && queue_->Park(c)) return;
+    if (outcome == ConnectionOutcome::kYield) {
+      queue_->Requeue(c);
+    } else {
+      if (outcome == ConnectionOutcome::kParked) {
+        c->conn.Abort(CloseReason::kError);  // epoll_ctl failed
+        CloseBlocking(*c);
+      }
+      delete c;
+      poller_->Closed();
+    }
+    queue_->Done();
   }
 
   // An idle thread leaves if more than `threads` are left; Maintain() joins
@@ -357,7 +386,8 @@ class ThreadPoolModel final : public Model {
   // One entry per thread there may be (max_threads); null: free.
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> live_{0};
-  std::atomic<int> retired_{0};  // since Maintain() last logged them
+  std::atomic<int> retired_{0};    // since Maintain() last logged them
+  uint64_t last_ready_waits_ = 0;  // ReadyQueue's count at the last Scale()
   std::unique_ptr<PoolScaler> scaler_;
 };
 

@@ -152,6 +152,8 @@ class Connection {
   // --- state ---------------------------------------------------------------
   Interest Next(Clock::time_point now);
   Phase phase() const { return phase_; }
+  // Idle at the drain and given drain_idle_timeout already.
+  bool drain_lingering() const { return drain_lingering_; }
   bool fresh() const { return fresh_; }
   bool closed() const { return phase_ == Phase::kClosed; }
   // Counts the close (once) into the current env's stats. The driver calls it
