@@ -40,7 +40,8 @@ bool WorkerSeats::Retake(uint64_t now_us, uint64_t after_us) {
   if (followers() == 0) return false;
   for (size_t i = 0; i < workers_; ++i) {
     const uint64_t since = seat_[i].busy_since_us.load();
-    if (since == 0 || now_us - since < after_us) continue;
+    // A turn that began after now_us was read is not past the limit.
+    if (since == 0 || now_us < since + after_us) continue;
     if (seat_[i].held.exchange(false)) Give();
   }
   std::lock_guard<std::mutex> lock(mu_);
