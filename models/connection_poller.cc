@@ -129,8 +129,8 @@ void ConnectionPoller::Loop() {
     // pass gives idle connections parked since the last one the drain's
     // deadline.
     if (!listening_) timeout_ms = std::min(timeout_ms, 50);
-    // Every seat held and followers asleep: a seated worker may be stuck on
-    // one turn (a handler blocking on its own): look every millisecond.
+    // Followers asleep and a seated worker busy on a turn: it may get stuck
+    // there (a handler blocking on its own): look every millisecond.
     if (queue_.RetakeSeats(kSeatRetake)) timeout_ms = std::min(timeout_ms, 1);
     int n = epoll_wait(epoll_fd_, events.data(),
                        static_cast<int>(events.size()), timeout_ms);

@@ -38,14 +38,18 @@ void WorkerSeats::Release(size_t worker) {
 
 bool WorkerSeats::Retake(uint64_t now_us, uint64_t after_us) {
   if (followers() == 0) return false;
+  bool pending = false;  // a seated worker busy, not past the limit yet
   for (size_t i = 0; i < workers_; ++i) {
     const uint64_t since = seat_[i].busy_since_us.load();
+    if (since == 0 || !seat_[i].held.load()) continue;
     // A turn that began after now_us was read is not past the limit.
-    if (since == 0 || now_us < since + after_us) continue;
-    if (seat_[i].held.exchange(false)) Give();
+    if (now_us < since + after_us) {
+      pending = true;
+    } else if (seat_[i].held.exchange(false)) {
+      Give();
+    }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  return free_ == 0 && followers() > 0;
+  return pending;
 }
 
 void WorkerSeats::Close() {

@@ -40,8 +40,9 @@ class WorkerSeats {
   }
   void Idle(size_t worker) { Busy(worker, 0); }
   // Seats of workers busy on one turn for longer than `after_us` go to
-  // followers. True when every seat is held and followers wait: the caller
-  // looks again soon.
+  // followers. True when followers wait and a seated worker is busy, not
+  // past the limit yet: the caller looks again soon. An idle pool (seated
+  // workers waiting for events) needs no look.
   bool Retake(uint64_t now_us, uint64_t after_us);
   int followers() const { return followers_.load(std::memory_order_relaxed); }
   void Close();

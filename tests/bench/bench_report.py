@@ -278,7 +278,30 @@ def compute_targets(runs, idle, plan):
                    f"{_f(bpc)} B/conn (RSS {i['rss0_kib']:,} -> {i.get('rss1_kib', 0):,} KiB, held "
                    f"{i.get('held_before')}), p99 {_f(i.get('p99_ms'), 2)} ms at {_f(i.get('rps'))} req/s")
     _nginx_targets(runs, target)
+    _blocking_targets(runs, target, base)
     return T
+
+
+def _blocking_targets(runs, target, base, c64=64, c256=256):
+    """(6) the blocking models' throughput issue: direct /hello c=64 against async-2
+    (threadpool-64 >= 0.8x, prefork-8 >= 0.5x), and fairness through nginx at c=256
+    (p99 <= 3x p50 for every model, each workload and transport measured there)."""
+    for label, want in (("threadpool-64", 0.8), ("prefork-8", 0.5)):
+        r = _one(runs, server=label, path="direct", workload="hello", conc=c64)
+        what = f"hello direct c={c64}, {label} >= {want}x async-2"
+        if r and base and base["rps"]:
+            target("6", what, r["rps"] >= want * base["rps"],
+                   f"{r['rps']:,.0f} vs {base['rps']:,.0f} req/s = {r['rps'] / base['rps']:.2f}x")
+        else:
+            target("6", what, None, "not run")
+    fair = [r for r in runs if r["kind"] == "wrk" and route(r).startswith("nginx")
+            and r["conc"] == c256 and not r.get("tag") and r.get("p50_ms")]
+    if not fair:
+        target("6", f"fairness through nginx c={c256}: p99 <= 3x p50, every model", None, "not run")
+    for r in fair:
+        ratio = r["p99_ms"] / r["p50_ms"]
+        target("6", f"fairness {route(r)} {r['workload']} c={c256}, {r['server']}: p99 <= 3x p50",
+               ratio <= 3.0, f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms = {ratio:.1f}x")
 
 
 def _nginx_targets(runs, target, conc=64):

@@ -57,12 +57,28 @@ TEST(WorkerSeatsTest, ALongTurnHasItsSeatRetaken) {
     seated = seats.Acquire(1, kNever, &i);
   });
   while (seats.followers() == 0) std::this_thread::yield();
-  EXPECT_TRUE(seats.Retake(2500, 2000)) << "1.5 ms: not yet, follower waits";
+  EXPECT_TRUE(seats.Retake(2500, 2000)) << "1.5 ms: not yet, look again";
   EXPECT_FALSE(seated);
   seats.Retake(3500, 2000);  // 2.5 ms on one turn
   follower.join();
   EXPECT_TRUE(seated);
   EXPECT_FALSE(seats.held(0)) << "its seat went to the follower";
+}
+
+TEST(WorkerSeatsTest, AnIdleSeatedWorkerNeedsNoLook) {
+  WorkerSeats seats(1, 2);
+  bool idle = false;
+  ASSERT_TRUE(seats.Acquire(0, kNever, &idle));
+  std::thread follower([&] {
+    bool i = false;
+    seats.Acquire(1, kNever, &i);
+  });
+  while (seats.followers() == 0) std::this_thread::yield();
+  // Seated, waiting for events (Idle): no turn to time, nothing to retake.
+  EXPECT_FALSE(seats.Retake(1'000'000'000, 2000));
+  EXPECT_TRUE(seats.held(0));
+  seats.Close();
+  follower.join();
 }
 
 TEST(WorkerSeatsTest, CloseWakesEveryFollower) {
