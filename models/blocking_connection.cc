@@ -185,6 +185,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
   if (c.conn.has_input()) c.conn.Process(Clock::now());
   bool sent = false;  // one send attempt per change of output
+  bool read_this_turn = false;
   for (;;) {
     const Clock::time_point now = Clock::now();
     Interest i = c.conn.Next(now);
@@ -216,10 +217,15 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         WaitHandler(c, i, *ctx.sleeper, now);
         break;
       case Interest::Kind::kRead:
-        if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
+        // At once only after a read this turn: a connection the model just
+        // found readable must be read.
+        if (c.conn.phase() == Phase::kIdle &&
+            ((read_this_turn && policy.ParkIdleAtOnce()) ||
+             policy.TurnOver(c))) {
           c.conn.Trim();
           return ConnectionOutcome::kParked;  // its turn comes again
         }
+        read_this_turn = true;
         if (!Read(c, i, policy, now)) return ConnectionOutcome::kParked;
         break;
     }

@@ -66,9 +66,14 @@ class BlockingPolicy : public ResponsePolicy {
   // Others wait for a worker and this connection has had its turn: true hands
   // it back (parked when idle, re-queued when requests are buffered).
   virtual bool TurnOver(const BlockingConnection&) { return false; }
-  // The worker is about to block (a handler's wait, a full socket): work it
-  // holds for later should go to a worker that is free now.
+  // The worker is about to block (a handler's wait, a full socket): its place
+  // may go to a worker that is free now.
   virtual void WillWait() {}
+  // True: a connection idle again after a request of this turn (nothing
+  // buffered) goes back to the model at once, without the read that would
+  // find nothing (the model's epoll reports bytes that came meanwhile when
+  // it re-arms it).
+  virtual bool ParkIdleAtOnce() const { return false; }
 };
 
 struct BlockingContext {

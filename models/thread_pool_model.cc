@@ -73,6 +73,9 @@ class ParkWhenIdle final : public BlockingPolicy {
   }
   // A handler's wait or a full socket: another worker takes its seat.
   void WillWait() override { queue_.ReleaseSeat(worker_); }
+  // After a response the client has rarely sent its next request yet (nginx
+  // and most clients wait for the response): a read would find nothing.
+  bool ParkIdleAtOnce() const override { return true; }
 
  private:
   ReadyQueue& queue_;
