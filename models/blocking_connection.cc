@@ -51,8 +51,8 @@ bool ReadSome(BlockingConnection& c, Clock::time_point now) {
 // The connection wants bytes: read, or wait as the policy says.
 // Returns true when the driver goes on, false when the policy took it.
 bool Read(BlockingConnection& c, const Interest& interest,
-          BlockingPolicy& policy, Clock::time_point now) {
-  if (ReadSome(c, now)) return true;
+          BlockingPolicy& policy, Clock::time_point now, bool wait_first) {
+  if (!wait_first && ReadSome(c, now)) return true;
   switch (policy.WaitReadable(c, interest)) {
     case ReadWait::kReadable:
     case ReadWait::kInterrupted:
@@ -185,7 +185,9 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
   if (c.conn.has_input()) c.conn.Process(Clock::now());
   bool sent = false;  // one send attempt per change of output
-  bool read_this_turn = false;
+  // A request was processed since the last wait for bytes: the next read,
+  // once idle, may wait first (ReadFirstWhenIdle).
+  bool processed = false;
   for (;;) {
     const Clock::time_point now = Clock::now();
     Interest i = c.conn.Next(now);
@@ -203,6 +205,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
       case Interest::Kind::kProcess:
         if (policy.TurnOver(c)) return ConnectionOutcome::kYield;
         c.conn.Process(now);
+        processed = true;
         break;
       case Interest::Kind::kWrite:
         policy.WillWait();
@@ -217,16 +220,17 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         WaitHandler(c, i, *ctx.sleeper, now);
         break;
       case Interest::Kind::kRead:
-        // At once only after a read this turn: a connection the model just
-        // found readable must be read.
-        if (c.conn.phase() == Phase::kIdle &&
-            ((read_this_turn && policy.ParkIdleAtOnce()) ||
-             policy.TurnOver(c))) {
+        if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
           c.conn.Trim();
           return ConnectionOutcome::kParked;  // its turn comes again
         }
-        read_this_turn = true;
-        if (!Read(c, i, policy, now)) return ConnectionOutcome::kParked;
+        // Not at the start of a turn: a connection the model just found
+        // readable is read first.
+        const bool wait_first = processed && c.conn.phase() == Phase::kIdle &&
+                                !policy.ReadFirstWhenIdle();
+        processed = false;
+        if (!Read(c, i, policy, now, wait_first))
+          return ConnectionOutcome::kParked;
         break;
     }
   }

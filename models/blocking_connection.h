@@ -69,11 +69,12 @@ class BlockingPolicy : public ResponsePolicy {
   // The worker is about to block (a handler's wait, a full socket): its place
   // may go to a worker that is free now.
   virtual void WillWait() {}
-  // True: a connection idle again after a request of this turn (nothing
-  // buffered) goes back to the model at once, without the read that would
-  // find nothing (the model's epoll reports bytes that came meanwhile when
-  // it re-arms it).
-  virtual bool ParkIdleAtOnce() const { return false; }
+  // False: a connection idle again after a request of this turn (nothing
+  // buffered) goes to WaitReadable() without the read that would find
+  // nothing: the client rarely sends its next request before it has the
+  // response (nginx never does), and the model's wait (poll, epoll) reports
+  // bytes that came meanwhile.
+  virtual bool ReadFirstWhenIdle() const { return true; }
 };
 
 struct BlockingContext {

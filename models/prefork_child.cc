@@ -260,7 +260,9 @@ void ChildLoop::Run() {
       for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
     int n = poll(pfds.data(), pfds.size(), 1000);
     if (n < 0) continue;  // EINTR: look at g_draining again
-    if (getppid() == 1) break;
+    // PR_SET_PDEATHSIG tells a child its master died; this is the backstop,
+    // once a second while idle rather than a syscall per connection.
+    if (n == 0 && getppid() == 1) break;
     // Heads the guard completed first: those clients have waited longest.
     if (unpark_fd_ >= 0 && pfds[0].revents) TakeHandBack();
     for (size_t i = first_listener; i < pfds.size() && !g_draining.load();

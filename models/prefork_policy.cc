@@ -113,6 +113,8 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
     if (r < 0)
       return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
     if (fds[0].revents) return ReadWait::kReadable;
+    bool waiting = false;  // this poll saw a client wait (no second poll)
+    for (size_t i = 1; i < n; ++i) waiting |= (fds[i].revents & POLLIN) != 0;
     if (FreeSibling() || Clock::now() < handoff_after) {
       // A free child will take the newcomer, or this connection has been idle
       // only briefly (the peer may be about to reuse it: closing now would
@@ -120,7 +122,7 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
       pollfd self{c.fd, POLLIN, 0};
       if (poll(&self, 1, std::min(5, MillisUntil(deadline))) > 0)
         return ReadWait::kReadable;
-    } else if (ListenerPending()) {
+    } else if (waiting) {
       // A new client is queued: hand this kept-alive connection to the guard,
       // which holds it until its next request (Apache's event MPM idea, in
       // processes), or without a guard close it.

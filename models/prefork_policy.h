@@ -39,6 +39,8 @@ class PreforkPolicy final : public BlockingPolicy {
   // sending the next request on it: a GET would be retried, a POST would
   // fail.
   bool CloseAfterResponse() override;
+  // WaitIdle() polls the connection with the waiting fds: no read first.
+  bool ReadFirstWhenIdle() const override { return false; }
   ReadWait WaitReadable(BlockingConnection& c,
                         const Interest& interest) override;
 

@@ -75,7 +75,7 @@ class ParkWhenIdle final : public BlockingPolicy {
   void WillWait() override { queue_.ReleaseSeat(worker_); }
   // After a response the client has rarely sent its next request yet (nginx
   // and most clients wait for the response): a read would find nothing.
-  bool ParkIdleAtOnce() const override { return true; }
+  bool ReadFirstWhenIdle() const override { return false; }
 
  private:
   ReadyQueue& queue_;
