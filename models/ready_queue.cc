@@ -211,10 +211,14 @@ Clock::time_point ReadyQueue::NextDeadline(Clock::time_point until) {
   return expiry_pass_;
 }
 
+// The last parked connection of a drain expiring (drain_idle_timeout) is what
+// a Drain() waits for: tell it.
 void ReadyQueue::TakeExpired(Clock::time_point now,
                              std::vector<BlockingConnection*>& out) {
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t before = out.size();
   parked_.TakeExpired(now, out);
+  if (out.size() > before && IdleLocked()) idle_cv_.notify_all();
 }
 
 // Counted as active until the poller has re-parked or closed each one (a

@@ -74,6 +74,38 @@ TEST_F(SystemdTest, ConnectionAcceptedBeforeReloadIsServedItsFirstRequest) {
       ModelUnderTest().c_str(), next.c_str(), ok, kConns);
 }
 
+// A client idle on a kept-alive connection when a reload comes keeps it for
+// [limits] drain_idle_timeout (1 s), then the old generation closes it and
+// has drained: it does not sit until the drain's deadline (graceful_timeout,
+// 5 s here). threadpool once missed the wake-up when its last parked
+// connection expired, and each reload then took the whole deadline.
+TEST_F(SystemdTest, AnIdleKeptAliveClientLetsTheOldGenerationDrainSoon) {
+  ASSERT_NO_FATAL_FAILURE(Launch(Options(ModelUnderTest()), &daemon_));
+  ActivatedDaemon& d = *daemon_;
+  ASSERT_NO_FATAL_FAILURE(Activate(d));
+  UnixConnection idle = UnixConnection::Open(d.socket_path(), kIo);
+  ASSERT_TRUE(idle.ok()) << idle.error();
+  ASSERT_TRUE(Good(idle.RoundTrip(UnixGet("/hello"), kIo)));
+  std::this_thread::sleep_for(Millis(100));  // idle, parked between requests
+  const auto hup = SteadyClock::now();
+  ASSERT_GE(Reload(d, NextModel(ModelUnderTest(), 1)), 0);
+  double drained_ms = -1;
+  while (SteadyClock::now() - hup < Millis(8000)) {
+    if (d.Log().find("event=generation_drained gen=1") != std::string::npos) {
+      drained_ms = MsF(SteadyClock::now() - hup);
+      break;
+    }
+    std::this_thread::sleep_for(Millis(20));
+  }
+  printf(
+      "[figures] model=%s: the old generation drained %.0f ms after the "
+      "reload, with one idle kept-alive client\n",
+      ModelUnderTest().c_str(), drained_ms);
+  ASSERT_GE(drained_ms, 0) << "gen=1 never drained\n" << d.Log();
+  EXPECT_LT(drained_ms, 3000)
+      << "drain_idle_timeout is 1 s; the drain's deadline is 5 s";
+}
+
 // systemd (and `systemctl reload`) take READY=1 after RELOADING=1 to mean the
 // new configuration is in effect: a connection made after it should be
 // served by the new generation, not accepted by the draining one.
