@@ -106,6 +106,7 @@ BlockingConnection* ReadyQueue::Pop(size_t worker,
   const bool forever = idle_for == std::chrono::microseconds::max();
   const Clock::time_point give_up =
       forever ? Clock::time_point::max() : Clock::now() + idle_for;
+  bool looked = false;  // an unseated worker looked for ready work once
   for (;;) {
     if (queued_.load(std::memory_order_relaxed) > 0 || closed_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -115,12 +116,19 @@ BlockingConnection* ReadyQueue::Pop(size_t worker,
       }
       if (closed_.load()) return nullptr;
     }
-    if (!seats_.held(worker)) {
+    const bool seated = seats_.held(worker);
+    if (!seated && !looked) {
+      // Back from a blocking turn without a seat: take work that is ready
+      // now, without a wake-up; sleep for a seat only when there is none.
+      looked = true;
+    } else if (!seated) {
       if (!seats_.Acquire(worker, give_up, idle)) return nullptr;
       continue;  // slept: look at the queue again
     }
     uint64_t data = 0;
-    const int n = WaitEvent(&data, forever ? -1 : MillisUntil(give_up));
+    const int n = WaitEvent(&data, !seated   ? 0
+                                   : forever ? -1
+                                             : MillisUntil(give_up));
     if (n == 0 && !forever && Clock::now() >= give_up) {
       *idle = true;
       return nullptr;
