@@ -128,6 +128,34 @@ void PickAsync(Advice& a, const MachineFacts& machine,
   }
 }
 
+// How long the heaviest route's run holds a loop, against the shortest
+// service time among the other routes: the delay it adds to a request that
+// shares the loop, as a share of that request's own time.
+struct Stall {
+  double share = 1;
+  std::string what;  // "a 200 us run of /burn is 1% of /sleep's 20.1 ms"
+};
+
+Stall WorstStall(const std::vector<const RouteAdvice*>& heavy,
+                 const std::vector<const RouteAdvice*>& others) {
+  auto by_cpu = [](const RouteAdvice* x, const RouteAdvice* y) {
+    return x->figures.cpu_us < y->figures.cpu_us;
+  };
+  auto by_service = [](const RouteAdvice* x, const RouteAdvice* y) {
+    return x->figures.service_us < y->figures.service_us;
+  };
+  const RouteFigures& run =
+      (*std::max_element(heavy.begin(), heavy.end(), by_cpu))->figures;
+  const RouteFigures& quick =
+      (*std::min_element(others.begin(), others.end(), by_service))->figures;
+  Stall s;
+  if (quick.service_us > 0) s.share = run.cpu_us / quick.service_us;
+  s.what = fmt::format("a {} us run of {} is {}% of {}'s {} ms",
+                       Num(run.cpu_us), run.route, Num(100 * s.share),
+                       quick.route, Num(quick.service_us / 1000));
+  return s;
+}
+
 void PickThreads(Advice& a, const MachineFacts& machine,
                  const std::vector<const RouteAdvice*>& heavy,
                  const std::vector<const RouteAdvice*>& others) {
@@ -157,19 +185,28 @@ void PickThreads(Advice& a, const MachineFacts& machine,
   const std::string conflict =
       fmt::format("routes disagree: {} CPU-heavy (threadpool), async suits {}",
                   Names(heavy), Names(others));
-  if (threads <= kMaxThreads) {
-    a.pick = "threadpool";
-    a.size = threads;
-    a.why = fmt::format("{}; one threadpool of >= {} serves both ({}); or {}",
-                        conflict, Count(threads, "thread", "threads"), memory,
-                        split);
-  } else {
+  const Stall stall = WorstStall(heavy, others);
+  if (threads > kMaxThreads) {
     a.pick = "async";
     a.size = std::max(1, machine.cores);
     a.why = fmt::format(
         "{}; {} requests need a worker at once, more than {} threads should "
         "hold: async with loops = cores ({}), or {}",
         conflict, threads, kMaxThreads, a.size, split);
+  } else if (stall.share < kStallShare) {
+    a.pick = "async";
+    a.size = std::max(1, machine.cores);
+    a.why = fmt::format(
+        "{}; {}: async with loops = cores ({}) serves both ({}; threadpool "
+        "would hold {}), or {}",
+        conflict, stall.what, a.size, LoopPhrase(a.size, a.async_load),
+        Count(threads, "thread", "threads"), split);
+  } else {
+    a.pick = "threadpool";
+    a.size = threads;
+    a.why = fmt::format(
+        "{}; {}: one threadpool of >= {} serves both ({}); or {}", conflict,
+        stall.what, Count(threads, "thread", "threads"), memory, split);
   }
 }
 

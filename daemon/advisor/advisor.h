@@ -53,6 +53,12 @@ inline constexpr double kCpuHeavyUs = 100;
 // rates follow each model's capacity (a saturated prefork-1 serves 50 req/s
 // of a mix threadpool-64 serves at 6,000).
 inline constexpr double kShareThatCounts = 0.01;
+// A CPU-heavy route's run, as a share of the shortest service time among the
+// other routes, below which one async loop per core still serves them all: a
+// 200 us burn next to 20 ms waits delays a wait's events by 1% at most, while
+// a threadpool would hold a thread per wait. Above it (the same burn next to
+// 1 ms waits: 20%), the other routes feel the stalls.
+inline constexpr double kStallShare = 0.1;
 // Above this many blocking workers, threads cost more than they help (a stack
 // each, a context switch per wake-up): mixed traffic goes to async instead.
 inline constexpr int kMaxThreads = 512;

@@ -130,17 +130,19 @@ TEST(AdvisorTest, TheThresholdsDecideTheKind) {
 }
 
 TEST(AdvisorTest, DisagreeingRoutesShareOneThreadPoolOrSplit) {
-  // Half the requests burn 200 us, half wait 20 ms: 0.6 cores of CPU-heavy
-  // work next to 60 waits in flight. 61 threads serve both.
-  Advice a = AdviseAll({Route("/burn", 3000, 210, 200, 0),
-                        Route("/sleep", 3000, 20050, 5, 20000)},
-                       Machine("async", 2));
+  // Half the requests burn 200 us, half wait 1 ms: a burn would delay a wait
+  // sharing its loop by 19% of the wait's own time. 4 threads serve both.
+  Advice a = AdviseAll(
+      {Route("/burn", 3000, 210, 200, 0), Route("/sleep", 3000, 1050, 5, 1000)},
+      Machine("async", 2));
   EXPECT_TRUE(a.disagree);
-  EXPECT_NEAR(a.workers, 3000 * 200e-6 + 3000 * 20005e-6, 1e-9);
+  EXPECT_NEAR(a.workers, 3000 * 200e-6 + 3000 * 1005e-6, 1e-9);
   EXPECT_EQ(a.pick, "threadpool");
-  EXPECT_EQ(a.size, 61);
+  EXPECT_EQ(a.size, 4);
   EXPECT_NE(a.why.find("routes disagree: /burn CPU-heavy (threadpool), "
-                       "async suits /sleep"),
+                       "async suits /sleep; a 200 us run of /burn is 19% of "
+                       "/sleep's 1.05 ms: one threadpool of >= 4 threads "
+                       "serves both"),
             std::string::npos)
       << a.why;
   EXPECT_NE(a.why.find("split /burn onto a second gearboxd"),
@@ -148,6 +150,39 @@ TEST(AdvisorTest, DisagreeingRoutesShareOneThreadPoolOrSplit) {
   // The routes keep their own picks on their lines.
   EXPECT_EQ(a.routes[0].pick, "threadpool");
   EXPECT_EQ(a.routes[1].pick, "async");
+}
+
+TEST(AdvisorTest, AShortRunNextToLongWaitsStaysAsync) {
+  // The bench's mixed workload: 200 us burns and 20 ms waits, half each. A
+  // burn delays a wait by 1% of its time, while a threadpool would hold 61
+  // threads: async-2 measured 1.8x threadpool-64's throughput on it.
+  Advice a = AdviseAll({Route("/burn", 3000, 210, 200, 0),
+                        Route("/sleep", 3000, 20050, 5, 20000)},
+                       Machine("threadpool", 64));
+  EXPECT_TRUE(a.disagree);
+  EXPECT_EQ(a.pick, "async");
+  EXPECT_EQ(a.size, 2);  // loops = cores: a burn holds one loop, not all
+  EXPECT_NE(a.why.find("a 200 us run of /burn is 0.998% of /sleep's 20.1 ms: "
+                       "async with loops = cores (2) serves both (2 async "
+                       "loops at 33% CPU each; threadpool would hold 61 "
+                       "threads), or split /burn"),
+            std::string::npos)
+      << a.why;
+  EXPECT_EQ(a.routes[0].pick, "threadpool");
+  EXPECT_EQ(a.routes[1].pick, "async");
+}
+
+TEST(AdvisorTest, TheStallShareDecidesBetweenAsyncAndOneThreadPool) {
+  // The CPU-heavy run against the shortest other route's service time.
+  auto pick = [](double sleep_service_us) {
+    return AdviseAll({Route("/burn", 1000, 210, 200, 0),
+                      Route("/sleep", 1000, sleep_service_us, 5,
+                            sleep_service_us - 50),
+                      Route("/long", 1000, 50000, 5, 49000)})
+        .pick;
+  };
+  EXPECT_EQ(pick(200 / kStallShare), "threadpool");  // exactly 10%
+  EXPECT_EQ(pick(200 / kStallShare + 10), "async");  // just under
 }
 
 TEST(AdvisorTest, TooManyWaitsForThreadsGoesAsyncWithLoopsEqualToCores) {
@@ -206,11 +241,16 @@ TEST(AdvisorTest, RoutesWithoutTrafficAreLeftOut) {
 TEST(AdvisorTest, ThePickFollowsTheMixNotTheRate) {
   // The same 50/50 mix of 200 us burns and 20 ms waits as a saturated
   // prefork-1 serves it (50 req/s) and as threadpool-64 does (6,000).
+  // The same with 1 ms waits, where the burns weigh more.
   for (double rps : {100.0, 12000.0}) {
     Advice a = AdviseAll({Route("/burn", rps / 2, 210, 200, 0),
                           Route("/sleep", rps / 2, 20050, 5, 20000)});
-    EXPECT_EQ(a.pick, "threadpool") << rps;
+    EXPECT_EQ(a.pick, "async") << rps;
     EXPECT_TRUE(a.disagree) << rps;
+    Advice b = AdviseAll({Route("/burn", rps / 2, 210, 200, 0),
+                          Route("/sleep", rps / 2, 1050, 5, 1000)});
+    EXPECT_EQ(b.pick, "threadpool") << rps;
+    EXPECT_TRUE(b.disagree) << rps;
   }
 }
 
@@ -221,6 +261,7 @@ TEST(AdvisorTest, ThePickDoesNotDependOnTheConfiguredModel) {
       {Route("/burn", 8000, 210, 200, 0)},
       {Route("/burn", 3000, 210, 200, 0),
        Route("/sleep", 3000, 20050, 5, 20000)},
+      {Route("/burn", 3000, 210, 200, 0), Route("/sleep", 3000, 1050, 5, 1000)},
   };
   for (const auto& w : workloads) {
     const std::string pick = AdviseAll(w, Machine("async", 1)).pick;
