@@ -43,7 +43,6 @@ struct BlockingConnection {
   // index and its slot, and whether the fd is already in the epoll set.
   std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
   uint32_t park_slot = 0;
-  bool parked = false;
   bool registered = false;
 };
 

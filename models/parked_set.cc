@@ -54,7 +54,6 @@ bool ParkedSet::Arm(BlockingConnection* c) {
   slot.c = c;
   c->park_slot = index;
   c->park_entry = by_deadline_.emplace(c->conn.deadline(), c);
-  c->parked = true;
   return true;
 }
 
@@ -73,7 +72,6 @@ BlockingConnection* ParkedSet::Take(uint64_t data) {
 // names a freed slot or an old generation, and is dropped.
 void ParkedSet::Remove(BlockingConnection* c) {
   by_deadline_.erase(c->park_entry);
-  c->parked = false;
   slots_[c->park_slot].c = nullptr;
   free_slots_.push_back(c->park_slot);
 }

@@ -67,24 +67,27 @@ void ReadyQueue::Wake(uint64_t n) {
   (void)r;
 }
 
+void ReadyQueue::EnqueueLocked(BlockingConnection* c) {
+  c->conn.set_ready_us(NowMicros());
+  queue_.push_back(c);
+  UpdateGauge();
+}
+
 bool ReadyQueue::Push(BlockingConnection* c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (queue_.size() >= capacity_ || closed_.load()) return false;
-    c->conn.set_ready_us(NowMicros());
-    queue_.push_back(c);
-    UpdateGauge();
+    EnqueueLocked(c);
   }
   Wake(1);
   return true;
 }
 
+// Past the bound: a connection that was already served once is not refused.
 void ReadyQueue::Requeue(BlockingConnection* c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    c->conn.set_ready_us(NowMicros());
-    queue_.push_back(c);
-    UpdateGauge();
+    EnqueueLocked(c);
   }
   Wake(1);
 }
@@ -141,8 +144,9 @@ BlockingConnection* ReadyQueue::Pop(size_t worker,
       (void)r;
       continue;
     }
-    if (BlockingConnection* c = TakeEvent(data)) {
-      seats_.Busy(worker, NowMicros());
+    const uint64_t now_us = NowMicros();
+    if (BlockingConnection* c = TakeEvent(data, now_us)) {
+      seats_.Busy(worker, now_us);
       return c;
     }
   }
@@ -171,12 +175,12 @@ int ReadyQueue::WaitEvent(uint64_t* data, int timeout_ms) {
 }
 
 // After Close() a parked connection stays where it is: the drain closes it.
-BlockingConnection* ReadyQueue::TakeEvent(uint64_t data) {
+BlockingConnection* ReadyQueue::TakeEvent(uint64_t data, uint64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_.load()) return nullptr;
   BlockingConnection* c = parked_.Take(data);
   if (!c) return nullptr;  // stale: expired or re-parked since
-  c->conn.set_ready_us(NowMicros());
+  c->conn.set_ready_us(now_us);
   ++active_;
   return c;
 }

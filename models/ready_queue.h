@@ -103,8 +103,9 @@ class ReadyQueue {
   }
 
  private:
+  void EnqueueLocked(BlockingConnection* c);
   BlockingConnection* PopQueuedLocked();
-  BlockingConnection* TakeEvent(uint64_t data);
+  BlockingConnection* TakeEvent(uint64_t data, uint64_t now_us);
   int WaitEvent(uint64_t* data, int timeout_ms);
   void Wake(uint64_t n);
   bool ArmLocked(BlockingConnection* c);
