@@ -21,9 +21,8 @@ requests() {
   curl -s --max-time 2 "http://$hostport/status" | sed -n 's/^{[^}]*"requests":\([0-9]*\).*/\1/p'
 }
 pids=$pid
-while read -r -a kids; do
-  for c in "${kids[@]}"; do pids+=",$c"; done
-done < <(cat /proc/"$pid"/task/*/children 2>/dev/null)
+# Each task's children file is one line without a newline: read them as words.
+for c in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do pids+=",$c"; done
 
 wrk -t1 -c"$conns" -d"$((secs + 3))"s "$url" >/dev/null 2>&1 &
 wrk_pid=$!
