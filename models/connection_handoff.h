@@ -9,20 +9,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "daemon/buffer.h"
+#include "daemon/connection/connection.h"
 
 namespace gearbox {
 
+// What travels before the bytes. The connection's progress is the state
+// machine's business (Connection::Progress/Adopt): it crosses as it is, between
+// processes forked from one binary, and steady_clock is CLOCK_MONOTONIC, the
+// same clock in every process.
 struct HandoffHeader {
-  uint32_t listener = 0;    // index into the generation's listeners
-  uint32_t fresh = 1;       // no request served on this connection yet
-  int64_t deadline_ns = 0;  // head deadline, steady_clock (CLOCK_MONOTONIC)
-  uint64_t ready_us = 0;    // accept time, for the queue-wait figure
-  // Bytes the codec will produce again when it re-parses `bytes` from the
-  // start (FastCGI management replies) that the peer has already been sent.
-  uint64_t replayed_out = 0;
+  uint32_t listener = 0;  // index into the generation's listeners
+  ConnectionProgress progress;
 };
+static_assert(std::is_trivially_copyable_v<HandoffHeader>,
+              "a hand-off header is sent as bytes");
 
 // A connected SOCK_SEQPACKET pair: [0] receives, [1] sends. Both ends are
 // non-blocking and close-on-exec; the send buffer is raised towards

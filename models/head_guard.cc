@@ -29,11 +29,6 @@ constexpr size_t kReadChunk = 16384;
 // starve the timers and reads of those already held.
 constexpr int kReceiveBurst = 64;
 
-Clock::time_point FromNs(int64_t ns) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::nanoseconds(ns)));
-}
-
 timeval Until(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::microseconds>(
       deadline - Clock::now());
@@ -96,6 +91,9 @@ class GuardLoop {
                               &GuardLoop::OnUnparkWritable, this);
     term_event_ = evsignal_new(base_, SIGTERM, &GuardLoop::OnTerm, this);
     if (!park_event_ || !unpark_event_ || !term_event_) return false;
+    // EPOLLRDHUP tells a held connection's close from its next request.
+    if (event_base_get_features(base_) & EV_FEATURE_EARLY_CLOSE)
+      early_close_ = EV_CLOSED;
     event_add(park_event_, nullptr);
     event_add(term_event_, nullptr);
     event_base_dispatch(base_);
@@ -119,6 +117,14 @@ class GuardLoop {
     if (what & EV_TIMEOUT) {
       c->conn.DeadlinePassed(Clock::now());
       c->guard->Settle(*c);
+    } else if (!(what & EV_CLOSED) && c->conn.phase() == Phase::kIdle &&
+               !c->conn.has_input()) {
+      // A kept-alive connection's next request is arriving: a child reads
+      // and parses it, once, straight from the socket (the guard would read
+      // and parse it only to hand the same bytes over). A head that then
+      // trickles comes back like any slow head. A peer that closed (or sent
+      // its last request and shut down) is read here instead.
+      c->guard->HandBack(*c);
     } else {
       c->guard->ReadHead(*c);
     }
@@ -164,12 +170,9 @@ class GuardLoop {
     c.listener = header.listener;
     c.conn.Attach(&env_);
     c.conn.set_head_only(true);
-    c.conn.Adopt({.fresh = header.fresh != 0,
-                  .deadline = FromNs(header.deadline_ns),
-                  .ready_us = header.ready_us,
-                  .replayed_out = header.replayed_out},
-                 inbox_.view());
-    event_assign(&c.ev, base_, fd, EV_READ, &GuardLoop::OnConnection, &c);
+    c.conn.Adopt(header.progress, inbox_.view());
+    event_assign(&c.ev, base_, fd, EV_READ | early_close_,
+                 &GuardLoop::OnConnection, &c);
     if (conns_.size() > max_held_) {
       // Over max_held_ parked: the newcomer gets 503, as a full threadpool
       // queue answers.
@@ -181,6 +184,13 @@ class GuardLoop {
     // requests are the guard's open connections, not parked heads.
     if (c.conn.phase() != Phase::kIdle) Bump(stats().parked);
     UpdateGauge();
+    if (c.conn.phase() == Phase::kIdle && !c.conn.has_input()) {
+      // Kept alive between requests: the child found it quiet an instant
+      // ago, so wait for the next request rather than try a read now (the
+      // event fires at once if bytes came meanwhile).
+      Settle(c);
+      return;
+    }
     // Parse what the child had (a head can complete between its last read
     // and the hand-over), then read whatever else is there.
     c.conn.Process(Clock::now());
@@ -264,15 +274,9 @@ class GuardLoop {
 
   // False when the channel is full (try again when writable).
   bool Send(Guarded& c) {
-    const ConnectionProgress p = c.conn.Progress();
     HandoffHeader header;
     header.listener = c.listener;
-    header.fresh = p.fresh ? 1 : 0;
-    header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             p.deadline.time_since_epoch())
-                             .count();
-    header.ready_us = p.ready_us;
-    header.replayed_out = p.replayed_out;
+    header.progress = c.conn.Progress();
     int err = SendConnection(unpark_tx_, c.fd, header, c.conn.input());
     if (err == 0) return true;
     if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) return false;
@@ -372,6 +376,7 @@ class GuardLoop {
   const uint64_t max_held_ = MaxHeld(limits_);
   bool parking_over_ = false;
   std::atomic<bool> draining_{false};  // set with parking_over_
+  short early_close_ = 0;              // EV_CLOSED where the backend has it
   char chunk_[kReadChunk];
   Buffer inbox_;
 };

@@ -43,11 +43,6 @@ void OnRetire(int) {
   g_draining.store(true);  // a connection taken meanwhile closes after it
 }
 
-Clock::time_point FromNs(int64_t ns) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::nanoseconds(ns)));
-}
-
 // One child: its listeners, the guard's channels, its policy and its loop.
 class ChildLoop {
  public:
@@ -69,7 +64,7 @@ class ChildLoop {
  private:
   void Serve(BlockingConnection& c, uint32_t listener);
   bool Park(BlockingConnection& c, uint32_t listener);
-  void TakeHandBack();
+  bool TakeHandBack();
   void AcceptFrom(size_t listener);
   void StopParking();
 
@@ -89,6 +84,10 @@ class ChildLoop {
   std::unique_ptr<PreforkPolicy> no_parking_;  // when parking failed
   uint64_t start_requests_ = 0;
   Buffer inbox_;  // what the guard sends with a connection, reused
+  // A connection was just parked for the guard's hand-back (no new client
+  // waited): take that before polling. Not when a listener had a client:
+  // then the poll takes both, and new clients are not starved.
+  bool handback_first_ = false;
 };
 
 void ChildLoop::SetUp() {
@@ -123,6 +122,7 @@ void ChildLoop::SetUp() {
   if (unpark_fd_ >= 0) waiting_fds_.push_back(unpark_fd_);
   PreforkPolicy::Options o{
       .waiting_fds = waiting_fds_,
+      .handback_fd = unpark_fd_,
       .siblings = ctx_.stats.get(),
       .sibling_count = static_cast<size_t>(args_.workers),
       .self_slot = static_cast<size_t>(args_.slot),
@@ -147,15 +147,9 @@ void ChildLoop::SetUp() {
 bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
   if (park_fd_ < 0 || c.conn.input().size() > args_.handoff_capacity)
     return false;
-  const ConnectionProgress p = c.conn.Progress();
   HandoffHeader header;
   header.listener = listener;
-  header.fresh = p.fresh ? 1 : 0;
-  header.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           p.deadline.time_since_epoch())
-                           .count();
-  header.ready_us = p.ready_us;
-  header.replayed_out = p.replayed_out;
+  header.progress = c.conn.Progress();
   if (SendConnection(park_fd_, c.fd, header, c.conn.input()) != 0) return false;
   close(c.fd);  // the guard has its own copy; not a close for the stats
   c.fd = -1;
@@ -165,9 +159,12 @@ bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
 void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
   stats_.open_conns.store(1);
   SetKillTarget(&c, (*ctx_.listeners)[listener].protocol);
-  if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked &&
-      !Park(c, listener)) {
-    ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
+  if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked) {
+    if (Park(c, listener)) {
+      handback_first_ = policy_->gave_way_to_handback();
+    } else {
+      ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
+    }
   }
   SetKillTarget(nullptr, Protocol::kHttp);
   stats_.open_conns.store(0);
@@ -189,7 +186,8 @@ void ChildLoop::StopParking() {
   policy_->stop_parking();
 }
 
-void ChildLoop::TakeHandBack() {
+// True when a connection came (and was served).
+bool ChildLoop::TakeHandBack() {
   inbox_.Consume(inbox_.size());
   HandoffHeader header;
   int fd =
@@ -211,16 +209,14 @@ void ChildLoop::TakeHandBack() {
     BlockingConnection c(fd, (*ctx_.listeners)[header.listener].protocol,
                          ctx_.config.limits);
     c.conn.Attach(&bc_.env);
-    c.conn.Adopt({.fresh = header.fresh != 0,
-                  .deadline = FromNs(header.deadline_ns),
-                  .ready_us = header.ready_us,
-                  .replayed_out = header.replayed_out},
-                 inbox_.view());
+    c.conn.Adopt(header.progress, inbox_.view());
     Serve(c, header.listener);
+    return true;
   } else if (fd >= 0) {
     close(fd);  // a listener this generation does not have: cannot happen
     stats_.CountClose(CloseReason::kError);
   }
+  return false;
 }
 
 void ChildLoop::AcceptFrom(size_t listener) {
@@ -253,6 +249,12 @@ void ChildLoop::Run() {
       StopParking();
     }
     if (!accepting && unpark_fd_ < 0) break;
+    if (handback_first_) {
+      // One try without a poll (EAGAIN: a sibling took it, or a new client
+      // was what waited); then poll as usual.
+      handback_first_ = false;
+      if (unpark_fd_ >= 0 && TakeHandBack()) continue;
+    }
     pfds.clear();
     if (unpark_fd_ >= 0) pfds.push_back({unpark_fd_, POLLIN, 0});
     const size_t first_listener = pfds.size();

@@ -57,6 +57,7 @@ bool PreforkPolicy::CloseAfterResponse() {
 
 ReadWait PreforkPolicy::WaitReadable(BlockingConnection& c,
                                      const Interest& interest) {
+  gave_way_to_handback_ = false;
   switch (c.conn.phase()) {
     case Phase::kIdle:
       return WaitIdle(c, interest.deadline);
@@ -113,8 +114,13 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
     if (r < 0)
       return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
     if (fds[0].revents) return ReadWait::kReadable;
-    bool waiting = false;  // this poll saw a client wait (no second poll)
-    for (size_t i = 1; i < n; ++i) waiting |= (fds[i].revents & POLLIN) != 0;
+    bool waiting = false;   // this poll saw a client wait (no second poll)
+    bool listener = false;  // ... on a listener, not (only) the hand-back
+    for (size_t i = 1; i < n; ++i) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      waiting = true;
+      listener |= fds[i].fd != o_.handback_fd;
+    }
     if (FreeSibling() || Clock::now() < handoff_after) {
       // A free child will take the newcomer, or this connection has been idle
       // only briefly (the peer may be about to reuse it: closing now would
@@ -126,6 +132,7 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
       // A new client is queued: hand this kept-alive connection to the guard,
       // which holds it until its next request (Apache's event MPM idea, in
       // processes), or without a guard close it.
+      gave_way_to_handback_ = !listener;
       return parking ? ReadWait::kPark : ReadWait::kGiveUp;
     }
     if (Clock::now() >= deadline) return ReadWait::kTimedOut;

@@ -18,6 +18,8 @@ class PreforkPolicy final : public BlockingPolicy {
     // Listening fds and the guard's unpark channel: a client waiting on any
     // of them makes an idle keep-alive connection give way.
     std::span<const int> waiting_fds;
+    // Which of them is the guard's unpark channel (-1: none).
+    int handback_fd = -1;
     // The children's stats slots: an idle keep-alive connection is given up
     // only when no sibling is free to take the waiting client.
     const StatsRegion* siblings = nullptr;
@@ -43,6 +45,9 @@ class PreforkPolicy final : public BlockingPolicy {
   bool ReadFirstWhenIdle() const override { return false; }
   ReadWait WaitReadable(BlockingConnection& c,
                         const Interest& interest) override;
+  // The last idle connection given up was for the guard's hand-back alone
+  // (no new client waited on a listener).
+  bool gave_way_to_handback() const { return gave_way_to_handback_; }
 
  private:
   ReadWait WaitIdle(BlockingConnection& c, Clock::time_point deadline);
@@ -52,6 +57,7 @@ class PreforkPolicy final : public BlockingPolicy {
   bool Parking() const;
 
   Options o_;
+  bool gave_way_to_handback_ = false;
 };
 
 }  // namespace gearbox

@@ -207,6 +207,55 @@ TEST_F(ResourceTest,
   EXPECT_TRUE(Alive());
 }
 
+// 4c'. What a held keep-alive connection sends next reaches a child whole,
+// whatever its shape. workers=1 and 4 idle connections: the guard holds at
+// least 3 of them. The guard hands one back unread when its next request
+// starts to arrive, and the child reads it from the socket: two pipelined
+// requests in one segment, a head split across a pause longer than the
+// child's park grace, and a request followed by a half-close must each be
+// answered in full, and a client closing one it holds must cost nothing.
+TEST_F(ResourceTest, PreforkServesWhateverAHeldKeepAliveConnectionSendsNext) {
+  if (!IsModel("prefork")) GTEST_SKIP() << "prefork only";
+  Settings s;
+  s.workers = 1;
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  std::vector<Connection> held;
+  ASSERT_NO_FATAL_FAILURE(OpenIdle(4, held));
+  std::this_thread::sleep_for(Millis(100));
+
+  const std::string hello = GetRequest("/hello");
+  ASSERT_TRUE(held[0].Send(hello + hello)) << held[0].error();
+  for (int i = 0; i < 2; ++i) {
+    HttpResponse r = held[0].ReadResponse();
+    EXPECT_EQ(r.status, 200) << "pipelined request " << i << ": " << r.error;
+    EXPECT_EQ(r.body, "hello world\n") << "pipelined request " << i;
+  }
+
+  const size_t cut = hello.size() / 2;
+  ASSERT_TRUE(held[1].Send(hello.substr(0, cut))) << held[1].error();
+  std::this_thread::sleep_for(Millis(50));
+  ASSERT_TRUE(held[1].Send(hello.substr(cut))) << held[1].error();
+  HttpResponse split = held[1].ReadResponse();
+  EXPECT_EQ(split.status, 200) << "a head split by a pause: " << split.error;
+
+  ASSERT_TRUE(held[2].Send(hello)) << held[2].error();
+  held[2].ShutdownWrite();
+  HttpResponse last = held[2].ReadResponse();
+  EXPECT_EQ(last.status, 200) << "a request, then a half-close: " << last.error;
+  EXPECT_TRUE(held[2].WaitClosed(Millis(2000)))
+      << "the server keeps a half-closed connection open";
+
+  held[3].Close();
+  std::this_thread::sleep_for(Millis(100));
+  ExpectHealthy("after a held connection closed");
+  // Every connection that is still open serves again.
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(held[i].Send(hello)) << held[i].error();
+    EXPECT_EQ(held[i].ReadResponse().status, 200) << "connection " << i;
+  }
+  EXPECT_TRUE(Alive());
+}
+
 // 4d. ... but only then: while a child is free, a newcomer goes to it and the
 // idle keep-alive connections (nginx's upstream keepalive pool) stay open.
 // workers=4, 3 idle connections, 20 short requests served by the 4th child.

@@ -30,10 +30,11 @@ class HandoffTest : public ::testing::Test {
 TEST_F(HandoffTest, FdBytesAndHeaderArriveIntact) {
   HandoffHeader sent;
   sent.listener = 3;
-  sent.fresh = 0;
-  sent.deadline_ns = 123456789012345;
-  sent.ready_us = 42;
-  sent.replayed_out = 24;
+  sent.progress.fresh = false;
+  sent.progress.deadline =
+      Clock::time_point(std::chrono::nanoseconds(123456789012345));
+  sent.progress.ready_us = 42;
+  sent.progress.replayed_out = 24;
   const std::string head = "GET /hello HTTP/1.1\r\nHost: slo";
   ASSERT_EQ(SendConnection(channel_[1], client_[1], sent, head), 0);
   close(client_[1]);  // the sender's copy: the receiver's must keep it open
@@ -45,10 +46,11 @@ TEST_F(HandoffTest, FdBytesAndHeaderArriveIntact) {
   ASSERT_GE(fd, 0) << strerror(errno);
   EXPECT_EQ(bytes.view(), head);
   EXPECT_EQ(got.listener, 3u);
-  EXPECT_EQ(got.fresh, 0u);
-  EXPECT_EQ(got.deadline_ns, 123456789012345);
-  EXPECT_EQ(got.ready_us, 42u);
-  EXPECT_EQ(got.replayed_out, 24u);
+  EXPECT_FALSE(got.progress.fresh);
+  EXPECT_EQ(got.progress.deadline,
+            Clock::time_point(std::chrono::nanoseconds(123456789012345)));
+  EXPECT_EQ(got.progress.ready_us, 42u);
+  EXPECT_EQ(got.progress.replayed_out, 24u);
   // The received fd is the same connection: the client hears what it says.
   ASSERT_EQ(write(fd, "hi", 2), 2);
   char buf[4] = {};
