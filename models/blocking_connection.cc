@@ -48,11 +48,14 @@ bool ReadSome(BlockingConnection& c, Clock::time_point now) {
   }
 }
 
-// The connection wants bytes: read, or wait as the policy says.
+// The connection wants bytes: read, or wait as the policy says. `*got` tells
+// whether the machine was handed bytes (or the peer's close).
 // Returns true when the driver goes on, false when the policy took it.
 bool Read(BlockingConnection& c, const Interest& interest,
-          BlockingPolicy& policy, Clock::time_point now, bool wait_first) {
-  if (!wait_first && ReadSome(c, now)) return true;
+          BlockingPolicy& policy, Clock::time_point now, bool wait_first,
+          bool* got) {
+  *got = !wait_first && ReadSome(c, now);
+  if (*got) return true;
   switch (policy.WaitReadable(c, interest)) {
     case ReadWait::kReadable:
     case ReadWait::kInterrupted:
@@ -228,8 +231,9 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         // readable is read first.
         const bool wait_first = processed && c.conn.phase() == Phase::kIdle &&
                                 !policy.ReadFirstWhenIdle();
-        processed = false;
-        if (!Read(c, i, policy, now, wait_first))
+        // Bytes read are processed at once (Commit): a request answered
+        // from them counts as processed, and the next read waits first.
+        if (!Read(c, i, policy, now, wait_first, &processed))
           return ConnectionOutcome::kParked;
         break;
     }
