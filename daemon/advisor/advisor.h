@@ -26,10 +26,13 @@ namespace gearbox::advisor {
 
 // --- known costs (measured by tests/bench on the 2-core reference machine) --
 // Server CPU per /hello request, direct, c=64: the I/O and hand-off each model
-// adds to every request (async-1 5.5 us, threadpool-64 25, prefork-8 18).
+// adds to every request. The full bench on main 873ac31 measured async-1
+// 4.4-4.7 us, threadpool-64 4.9 and prefork-8 13.5 (profile.sh on the same
+// build: threadpool-64 6.2, prefork-8 15.1). kAsyncCostUs enters the loop
+// load; the other two are quoted in a light route's `why`.
 inline constexpr double kAsyncCostUs = 6;
-inline constexpr double kThreadpoolCostUs = 20;
-inline constexpr double kPreforkCostUs = 18;
+inline constexpr double kThreadpoolCostUs = 7;
+inline constexpr double kPreforkCostUs = 15;
 // RSS one more prefork child adds (prefork-8 vs prefork-1: ~15 MiB / 7).
 inline constexpr double kForkChildMiB = 2;
 // A parked thread's resident stack (threadpool-64 vs threadpool-1); its
