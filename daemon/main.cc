@@ -1,5 +1,6 @@
 // gearboxd: an nginx upstream whose concurrency model is one line of config.
 #include <getopt.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
             config.source.c_str());
     return 0;
   }
+  prctl(PR_SET_TIMERSLACK, 1UL);
   return gearbox::RunSupervisor(
       std::move(config),
       std::get<std::shared_ptr<const gearbox::Modules>>(std::move(modules)),

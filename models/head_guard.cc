@@ -61,6 +61,11 @@ struct Guarded {
   event ev;
   bool armed = false;
   std::list<Guarded>::iterator self;
+
+  // Kept alive and quiet: no request has started since the last response.
+  bool BetweenRequests() const {
+    return conn.phase() == Phase::kIdle && !conn.has_input();
+  }
 };
 
 // The guard process's event loop.
@@ -117,8 +122,7 @@ class GuardLoop {
     if (what & EV_TIMEOUT) {
       c->conn.DeadlinePassed(Clock::now());
       c->guard->Settle(*c);
-    } else if (!(what & EV_CLOSED) && c->conn.phase() == Phase::kIdle &&
-               !c->conn.has_input()) {
+    } else if (!(what & EV_CLOSED) && c->BetweenRequests()) {
       // A kept-alive connection's next request is arriving: a child reads
       // and parses it, once, straight from the socket (the guard would read
       // and parse it only to hand the same bytes over). A head that then
@@ -184,7 +188,7 @@ class GuardLoop {
     // requests are the guard's open connections, not parked heads.
     if (c.conn.phase() != Phase::kIdle) Bump(stats().parked);
     UpdateGauge();
-    if (c.conn.phase() == Phase::kIdle && !c.conn.has_input()) {
+    if (c.BetweenRequests()) {
       // Kept alive between requests: the child found it quiet an instant
       // ago, so wait for the next request rather than try a read now (the
       // event fires at once if bytes came meanwhile).
@@ -327,7 +331,7 @@ class GuardLoop {
     draining_.store(true);
     for (auto it = conns_.begin(); it != conns_.end();) {
       Guarded& c = *it++;
-      if (c.conn.phase() != Phase::kIdle || c.conn.has_input()) continue;
+      if (!c.BetweenRequests()) continue;
       Settle(c);  // may close it
     }
   }
