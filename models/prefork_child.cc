@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -105,6 +106,12 @@ void ChildLoop::SetUp() {
   sigemptyset(&retire.sa_mask);
   sigaction(SIGUSR1, &retire, nullptr);          // no SA_RESTART: poll() wakes
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
+  // A child sleeps through one handler wait at a time, so the kernel's default
+  // 50 us timer slack is 5% of a 1 ms wait, and of the child's throughput
+  // (prefork-8 /sleep?ms=1 c=256: 7.1k -> 7.4k req/s). Threadpool threads keep
+  // the default: 64 threads waking one by one measured slower (57k -> 54k)
+  // than the coalesced wake-ups.
+  prctl(PR_SET_TIMERSLACK, 1UL);
 
   stats_.pid.store(getpid());
   stats_.busy.store(0);
