@@ -11,7 +11,8 @@ window lies inside the run. The mixed workload is also swept like the others
 
 The best model of a workload is the one with the highest throughput in this
 run's direct sweep (any size, any concurrency) whose p99 is within 3x its p50,
-with no refused, timed-out or non-2xx request. Where it leads the next model by
+with no refused, timed-out or non-2xx request (the full run's hello points are
+medians of 3 rounds: bench.py wrk_rounds). Where it leads the next model by
 more than 20%, every pick must name it; where it leads by less, any model within
 20% of it counts. Every pick of a workload must also be the same (the pick must
 not depend on which model runs). Sizes are reported beside the measured best
