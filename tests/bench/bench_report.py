@@ -473,7 +473,7 @@ class Report:
             "(TCP `127.0.0.1:PORT` for *direct* and *nginx tcp*, `unix:.../http.sock` for *nginx unix*) and "
             "`[limits] max_connections = 30000` (room for the idle test). nginx: 1 worker, `access_log off` "
             "(for the reference as well), the shipped `gearbox-upstream.conf` (its server line rewritten to "
-            "the bench's socket, or to `127.0.0.1:PORT` for TCP; upstream `keepalive 32`, `max_fails=0` and "
+            "the bench's socket, or to `127.0.0.1:PORT` for TCP; upstream `keepalive 256`, `max_fails=0` and "
             "the rest as shipped) and `gearbox-http.conf`. One nginx per transport. Generated files are in "
             "`configs/` (`nginx-LABEL.conf`: unix, `nginx-LABEL-tcp.conf`: TCP; each with its "
             "`-upstream.conf`, which the nginx.conf includes from PREFIX/conf/).\n")

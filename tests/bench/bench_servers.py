@@ -424,7 +424,7 @@ class Nginx:
     gearboxd (port `proxy`), and `return 200` by itself (port `ref`). `transport`
     is how nginx reaches gearboxd: "unix" (the shipped socket, path rewritten) or
     "tcp" (the shipped upstream with its server line set to 127.0.0.1:PORT, as a
-    multi-host setup runs; keepalive 32 and the rest unchanged)."""
+    multi-host setup runs; keepalive 256 and the rest unchanged)."""
 
     def __init__(self, work, confdir, logdir, tag, transport="unix"):
         if transport not in ("unix", "tcp"):
@@ -467,7 +467,7 @@ class Nginx:
         else:  # an equivalent inline config, until packaging/nginx ships one
             self.snippets = "inline (packaging/nginx/ snippets missing)"
             up = (f"upstream gearbox_http {{\n  server {server} max_fails=0;\n"
-                  "  keepalive 32;\n  keepalive_timeout 60s;\n  keepalive_requests 1000;\n}\n")
+                  "  keepalive 256;\n  keepalive_timeout 60s;\n  keepalive_requests 1000;\n}\n")
             location = ("proxy_pass http://gearbox_http;\n    proxy_http_version 1.1;\n"
                         "    proxy_set_header Connection \"\";\n    proxy_set_header Host $host;\n"
                         "    proxy_next_upstream error timeout http_503;\n"
