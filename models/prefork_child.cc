@@ -16,6 +16,7 @@
 #include "models/blocking_connection.h"
 #include "models/connection_handoff.h"
 #include "models/forked_process.h"
+#include "models/prefork_held.h"
 #include "models/prefork_model.h"
 #include "models/prefork_policy.h"
 #include "models/request_kill.h"
@@ -38,6 +39,15 @@ std::atomic<bool> g_retire{false};
 // the guard, and throughput fell 15%; with the grace, 1 in 10,000 does.
 constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
+// Idle kept-alive connections a child holds beside the one it serves, once a
+// client waits and no sibling is free (HeldConnections). nginx keeps one
+// upstream connection per request in flight: at 64 in flight, 8 children
+// holding 8 each answer every request on the connection it came on, with no
+// hand-off (/hello through nginx, prefork-8 c=64). Beyond that the head guard
+// holds them. More would make each poll longer and a busy child's backlog
+// deeper; the guard is the fair (FIFO) path for the rest.
+constexpr size_t kHeldPerChild = 8;
+
 void OnTerm(int) { g_draining.store(true); }
 void OnRetire(int) {
   g_retire.store(true);
@@ -52,7 +62,8 @@ class ChildLoop {
         ctx_(*args.context),
         stats_(ctx_.stats->Slot(static_cast<size_t>(args.slot))),
         park_fd_(args.park_fd),
-        unpark_fd_(args.unpark_fd) {}
+        unpark_fd_(args.unpark_fd),
+        held_(kHeldPerChild, &stats_.idle_held) {}
 
   void SetUp();
   [[noreturn]] void Run();
@@ -63,8 +74,13 @@ class ChildLoop {
   }
 
  private:
-  void Serve(BlockingConnection& c, uint32_t listener);
-  bool Park(BlockingConnection& c, uint32_t listener);
+  void Serve(std::unique_ptr<BlockingConnection> c, uint32_t listener);
+  void Served(std::unique_ptr<BlockingConnection> c, uint32_t listener);
+  bool KeepHeld(std::unique_ptr<BlockingConnection>& c, uint32_t listener);
+  void ServeHeld(int fd);
+  void ServeReadyHeld(const std::vector<pollfd>& pfds, size_t first_held);
+  void ExpireHeld();
+  void MaybeRecycle();
   bool TakeHandBack();
   void AcceptFrom(size_t listener);
   void StopParking();
@@ -84,11 +100,15 @@ class ChildLoop {
   std::unique_ptr<PreforkPolicy> policy_;      // parks slow heads
   std::unique_ptr<PreforkPolicy> no_parking_;  // when parking failed
   uint64_t start_requests_ = 0;
+  HeldConnections held_;
   Buffer inbox_;  // what the guard sends with a connection, reused
   // A connection was just parked for the guard's hand-back (no new client
   // waited): take that before polling. Not when a listener had a client:
   // then the poll takes both, and new clients are not starved.
   bool handback_first_ = false;
+  // A held connection with a request, found by the policy's last wait: serve
+  // it before polling (-1: none).
+  int ready_held_ = -1;
 };
 
 void ChildLoop::SetUp() {
@@ -136,10 +156,13 @@ void ChildLoop::SetUp() {
       .park_heads_after = park_fd_ >= 0
                               ? std::chrono::microseconds(kParkHeadsAfter)
                               : std::chrono::microseconds(0),
-      .draining = &g_draining};
+      .draining = &g_draining,
+      .held = &held_};
   policy_ = std::make_unique<PreforkPolicy>(o);
   o.park_heads_after = {};
+  o.held = nullptr;
   no_parking_ = std::make_unique<PreforkPolicy>(o);
+  held_.set_guard(park_fd_, args_.handoff_capacity);
   if (args_.ready_fd >= 0) {
     char byte = 1;
     ssize_t n = write(args_.ready_fd, &byte, 1);
@@ -149,38 +172,75 @@ void ChildLoop::SetUp() {
   start_requests_ = stats_.requests.load();
 }
 
-// Hands a slow connection to the master's head guard. False when there is no
-// guard or the channel is full: then the child serves it itself.
-bool ChildLoop::Park(BlockingConnection& c, uint32_t listener) {
-  if (park_fd_ < 0 || c.conn.input().size() > args_.handoff_capacity)
-    return false;
-  HandoffHeader header;
-  header.listener = listener;
-  header.progress = c.conn.Progress();
-  if (SendConnection(park_fd_, c.fd, header, c.conn.input()) != 0) return false;
-  close(c.fd);  // the guard has its own copy; not a close for the stats
-  c.fd = -1;
-  return true;
-}
-
-void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
+void ChildLoop::Serve(std::unique_ptr<BlockingConnection> c,
+                      uint32_t listener) {
   stats_.open_conns.store(1);
-  SetKillTarget(&c, (*ctx_.listeners)[listener].protocol);
-  if (ServeBlocking(c, bc_, *policy_) == ConnectionOutcome::kParked) {
-    if (Park(c, listener)) {
+  SetKillTarget(c.get(), (*ctx_.listeners)[listener].protocol);
+  if (ServeBlocking(*c, bc_, *policy_) == ConnectionOutcome::kParked &&
+      !KeepHeld(c, listener)) {
+    // A slow head (or an idle connection with no room left here) goes to the
+    // head guard; without one, or with its channel full, the child serves it
+    // itself.
+    if (ParkWithGuard(park_fd_, args_.handoff_capacity, *c, listener)) {
       handback_first_ = policy_->gave_way_to_handback();
     } else {
-      ServeBlocking(c, bc_, *no_parking_);  // closes the fd and counts why
+      ServeBlocking(*c, bc_, *no_parking_);  // closes the fd and counts why
     }
   }
   SetKillTarget(nullptr, Protocol::kHttp);
   stats_.open_conns.store(0);
-  // Not while draining: the child must stay for the heads the guard still
-  // hands back (it exits when the guard closes the unpark channel).
-  if (!g_draining.load() && args_.max_requests > 0 &&
-      stats_.requests.load() - start_requests_ >=
-          static_cast<uint64_t>(args_.max_requests)) {
-    Exit(kChildRecycled);
+  MaybeRecycle();
+}
+
+// An idle keep-alive connection that gave way stays with the child: there is
+// room, or it swaps to a held connection that has a request, or the one held
+// longest (a client that went quiet, say another nginx's cache) goes to the
+// guard to make room: the connections in use stay with the children.
+bool ChildLoop::KeepHeld(std::unique_ptr<BlockingConnection>& c,
+                         uint32_t listener) {
+  if (c->conn.phase() != Phase::kIdle || c->conn.has_input()) return false;
+  const int ready = policy_->TakeReadyHeld();
+  const bool swap = ready >= 0 && held_.size() <= kHeldPerChild;
+  if (!held_.has_room() && !swap && !held_.ParkOldest()) return false;
+  held_.Hold(std::move(c), listener, Clock::now());
+  ready_held_ = ready;
+  return true;
+}
+
+// Not while draining: the child must stay for the heads the guard still
+// hands back (it exits when the guard closes the unpark channel). The held
+// connections go to the guard first; if it cannot take them, later.
+void ChildLoop::MaybeRecycle() {
+  if (g_draining.load() || args_.max_requests <= 0 ||
+      stats_.requests.load() - start_requests_ <
+          static_cast<uint64_t>(args_.max_requests))
+    return;
+  held_.ParkAll();
+  if (held_.empty()) Exit(kChildRecycled);
+}
+
+void ChildLoop::ServeHeld(int fd) {
+  HeldConnections::Held h = held_.Take(fd);
+  if (h.c) Serve(std::move(h.c), h.listener);
+}
+
+// The held connections this poll found with a request, oldest held first.
+// Serving one may hold it again (at the back), so they are taken by fd; once
+// a wait found the next one ready (ready_held_), the loop serves that first.
+void ChildLoop::ServeReadyHeld(const std::vector<pollfd>& pfds,
+                               size_t first_held) {
+  for (size_t i = first_held; i < pfds.size() && ready_held_ < 0; ++i)
+    if (pfds[i].revents) ServeHeld(pfds[i].fd);
+}
+
+// Held connections past their idle timeout (or the drain's linger): the state
+// machine closes them, and counts why.
+void ChildLoop::ExpireHeld() {
+  const Clock::time_point now = Clock::now();
+  for (;;) {
+    HeldConnections::Held h = held_.TakeExpired(now);
+    if (!h.c) return;
+    Serve(std::move(h.c), h.listener);
   }
 }
 
@@ -190,6 +250,7 @@ void ChildLoop::Serve(BlockingConnection& c, uint32_t listener) {
 void ChildLoop::StopParking() {
   if (park_fd_ >= 0) close(park_fd_);
   park_fd_ = -1;
+  held_.set_guard(-1, 0);
   policy_->stop_parking();
 }
 
@@ -213,11 +274,11 @@ bool ChildLoop::TakeHandBack() {
     // ReceiveConnection): the kernel closed it; count the loss.
     stats_.CountClose(CloseReason::kError);
   } else if (fd >= 0 && header.listener < listen_fds_.size()) {
-    BlockingConnection c(fd, (*ctx_.listeners)[header.listener].protocol,
-                         ctx_.config.limits);
-    c.conn.Attach(&bc_.env);
-    c.conn.Adopt(header.progress, inbox_.view());
-    Serve(c, header.listener);
+    auto c = std::make_unique<BlockingConnection>(
+        fd, (*ctx_.listeners)[header.listener].protocol, ctx_.config.limits);
+    c->conn.Attach(&bc_.env);
+    c->conn.Adopt(header.progress, inbox_.view());
+    Serve(std::move(c), header.listener);
     return true;
   } else if (fd >= 0) {
     close(fd);  // a listener this generation does not have: cannot happen
@@ -236,11 +297,11 @@ void ChildLoop::AcceptFrom(size_t listener) {
     return;
   }
   Bump(stats_.accepted);
-  BlockingConnection c(fd, (*ctx_.listeners)[listener].protocol,
-                       ctx_.config.limits);
-  c.conn.Attach(&bc_.env);
-  c.conn.Accepted(Clock::now(), NowMicros());
-  Serve(c, static_cast<uint32_t>(listener));
+  auto c = std::make_unique<BlockingConnection>(
+      fd, (*ctx_.listeners)[listener].protocol, ctx_.config.limits);
+  c->conn.Attach(&bc_.env);
+  c->conn.Accepted(Clock::now(), NowMicros());
+  Serve(std::move(c), static_cast<uint32_t>(listener));
 }
 
 // Several listeners (HTTP + FastCGI) and the guard's channel: poll, then take
@@ -250,12 +311,23 @@ void ChildLoop::Run() {
   std::vector<pollfd> pfds;
   bool accepting = true;
   for (;;) {
-    if (g_retire.load()) _exit(kChildRetired);
+    if (g_retire.load()) {
+      held_.ParkAll();
+      if (held_.empty()) _exit(kChildRetired);
+    }
     if (accepting && g_draining.load()) {
       accepting = false;
+      held_.ParkAll();  // the guard lingers them out with the ones it holds
       StopParking();
+      held_.Refresh(Clock::now());  // what it could not take: linger here
     }
-    if (!accepting && unpark_fd_ < 0) break;
+    if (!accepting && unpark_fd_ < 0 && held_.empty()) break;
+    if (ready_held_ >= 0) {
+      const int fd = ready_held_;
+      ready_held_ = -1;
+      ServeHeld(fd);
+      continue;
+    }
     if (handback_first_) {
       // One try without a poll (EAGAIN: a sibling took it, or a new client
       // was what waited); then poll as usual.
@@ -267,17 +339,21 @@ void ChildLoop::Run() {
     const size_t first_listener = pfds.size();
     if (accepting)
       for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
-    int n = poll(pfds.data(), pfds.size(), 1000);
+    const size_t first_held = pfds.size();
+    for (int fd : held_.fds()) pfds.push_back({fd, POLLIN, 0});
+    int n = poll(pfds.data(), pfds.size(),
+                 std::min(1000, MillisUntil(held_.earliest())));
     if (n < 0) continue;  // EINTR: look at g_draining again
     // PR_SET_PDEATHSIG tells a child its master died; this is the backstop,
     // once a second while idle rather than a syscall per connection.
     if (n == 0 && getppid() == 1) break;
     // Heads the guard completed first: those clients have waited longest.
     if (unpark_fd_ >= 0 && pfds[0].revents) TakeHandBack();
-    for (size_t i = first_listener; i < pfds.size() && !g_draining.load();
-         ++i) {
+    ServeReadyHeld(pfds, first_held);
+    for (size_t i = first_listener; i < first_held && !g_draining.load(); ++i) {
       if (pfds[i].revents & POLLIN) AcceptFrom(i - first_listener);
     }
+    ExpireHeld();
   }
   Exit(kChildDrained);
 }

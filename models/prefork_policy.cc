@@ -14,6 +14,10 @@ namespace {
 // into a 502.
 constexpr std::chrono::milliseconds kHandoffGrace{20};
 
+// The most held connections WaitIdle polls beside its own (HeldConnections
+// holds at most kHeldPerChild + 1).
+constexpr size_t kMaxHeldPolled = 32;
+
 ReadWait FromWait(bool ready, bool interrupted) {
   if (interrupted) return ReadWait::kInterrupted;
   return ready ? ReadWait::kReadable : ReadWait::kTimedOut;
@@ -90,15 +94,26 @@ ReadWait PreforkPolicy::WaitHead(BlockingConnection& c,
   return ReadWait::kTimedOut;
 }
 
+void PreforkPolicy::WillWait() {
+  if (o_.held && !o_.held->empty() && Parking()) o_.held->ParkAll();
+}
+
 // Holds the connection, but gives a keep-alive one up when another client
-// waits. The grace is staggered by slot so that one waiting client makes one
-// child (not all of them) give up its connection.
+// waits, or when one of the connections the child holds has a request. The
+// grace is staggered by slot so that one waiting client makes one child (not
+// all of them) give up its connection.
 ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
                                  Clock::time_point deadline) {
-  pollfd fds[9];
+  // [this connection, the held ones, the waiting fds]
+  pollfd fds[1 + kMaxHeldPolled + 8];
   size_t n = 0;
   fds[n++] = {c.fd, POLLIN, 0};
-  for (size_t i = 0; i < o_.waiting_fds.size() && n < 9; ++i)
+  if (o_.held) {
+    for (int fd : o_.held->fds())
+      if (n < 1 + kMaxHeldPolled) fds[n++] = {fd, POLLIN, 0};
+  }
+  const size_t first_waiting = n;
+  for (size_t i = 0; i < o_.waiting_fds.size() && i < 8; ++i)
     fds[n++] = {o_.waiting_fds[i], POLLIN, 0};
   // A parked connection stays open (the guard reads whatever the peer sends
   // next), so parking needs no grace; closing one does.
@@ -109,32 +124,54 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
                     std::chrono::milliseconds(
                         5 * std::min<size_t>(o_.self_slot, 16));
   for (;;) {
-    int r = poll(fds, n, MillisUntil(deadline));
-    if (r == 0) return ReadWait::kTimedOut;
+    // A held connection that times out makes this one give way too: the
+    // child's loop expires it.
+    const Clock::time_point until =
+        o_.held ? std::min(deadline, o_.held->earliest()) : deadline;
+    int r = poll(fds, n, MillisUntil(until));
     if (r < 0)
       return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
+    if (r == 0) {
+      // Its own deadline first: an expired held connection served by the
+      // child's loop must not give way to another expired one.
+      if (Clock::now() >= deadline) return ReadWait::kTimedOut;
+      return ReadWait::kPark;
+    }
     if (fds[0].revents) return ReadWait::kReadable;
+    int held = -1;  // the first held connection with a request
+    for (size_t i = 1; i < first_waiting && held < 0; ++i)
+      if (fds[i].revents) held = fds[i].fd;
     bool waiting = false;   // this poll saw a client wait (no second poll)
     bool listener = false;  // ... on a listener, not (only) the hand-back
-    for (size_t i = 1; i < n; ++i) {
+    for (size_t i = first_waiting; i < n; ++i) {
       if (!(fds[i].revents & POLLIN)) continue;
       waiting = true;
       listener |= fds[i].fd != o_.handback_fd;
     }
-    if (FreeSibling() || Clock::now() < handoff_after) {
-      // A free child will take the newcomer, or this connection has been idle
-      // only briefly (the peer may be about to reuse it: closing now would
-      // race its next request). Keep it; look again shortly.
-      pollfd self{c.fd, POLLIN, 0};
-      if (poll(&self, 1, std::min(5, MillisUntil(deadline))) > 0)
-        return ReadWait::kReadable;
-    } else if (waiting) {
-      // A new client is queued: hand this kept-alive connection to the guard,
-      // which holds it until its next request (Apache's event MPM idea, in
-      // processes), or without a guard close it.
+    // A free child will take the newcomer, or this connection has been idle
+    // only briefly (the peer may be about to reuse it: closing now would race
+    // its next request): keep it.
+    const bool give_way =
+        waiting && !FreeSibling() && Clock::now() >= handoff_after;
+    if (held >= 0 && (held_turn_ || !give_way)) {
+      // The child serves the held connection next; this one is held.
+      ready_held_ = held;
+      held_turn_ = false;
+      return ReadWait::kPark;
+    }
+    if (give_way) {
+      // A new client is queued: hold this kept-alive connection (the child,
+      // or the guard, which holds it until its next request: Apache's event
+      // MPM idea, in processes), or without a guard close it.
+      held_turn_ = true;
       gave_way_to_handback_ = !listener;
       return parking ? ReadWait::kPark : ReadWait::kGiveUp;
     }
+    // Look again shortly at this connection and the held ones (the waiting
+    // fds stay readable until a sibling takes the client).
+    if (poll(fds, first_waiting, std::min(5, MillisUntil(until))) > 0 &&
+        fds[0].revents)
+      return ReadWait::kReadable;
     if (Clock::now() >= deadline) return ReadWait::kTimedOut;
   }
 }

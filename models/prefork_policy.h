@@ -9,6 +9,7 @@
 
 #include "daemon/metrics/worker_stats.h"
 #include "models/blocking_connection.h"
+#include "models/prefork_held.h"
 
 namespace gearbox {
 
@@ -30,6 +31,10 @@ class PreforkPolicy final : public BlockingPolicy {
     // guard. Zero: never.
     std::chrono::microseconds park_heads_after{0};
     const std::atomic<bool>* draining = nullptr;  // no parking once draining
+    // The idle connections the child holds beside this one (null: none).
+    // WaitIdle watches them too, and they go to the guard before the child
+    // blocks (WillWait).
+    HeldConnections* held = nullptr;
   };
   explicit PreforkPolicy(const Options& options) : o_(options) {}
   void set_waiting_fds(std::span<const int> fds) { o_.waiting_fds = fds; }
@@ -43,11 +48,21 @@ class PreforkPolicy final : public BlockingPolicy {
   bool CloseAfterResponse() override;
   // WaitIdle() polls the connection with the waiting fds: no read first.
   bool ReadFirstWhenIdle() const override { return false; }
+  // The child is about to block: the connections it holds go to the guard,
+  // where a free sibling can take their next request.
+  void WillWait() override;
   ReadWait WaitReadable(BlockingConnection& c,
                         const Interest& interest) override;
   // The last idle connection given up was for the guard's hand-back alone
   // (no new client waited on a listener).
   bool gave_way_to_handback() const { return gave_way_to_handback_; }
+  // The held connection whose request made the last idle connection give way
+  // (-1: none); the child serves it next, without another poll.
+  int TakeReadyHeld() {
+    int fd = ready_held_;
+    ready_held_ = -1;
+    return fd;
+  }
 
  private:
   ReadWait WaitIdle(BlockingConnection& c, Clock::time_point deadline);
@@ -58,6 +73,10 @@ class PreforkPolicy final : public BlockingPolicy {
 
   Options o_;
   bool gave_way_to_handback_ = false;
+  int ready_held_ = -1;
+  // Held connections and the guard's hand-backs take turns when both have a
+  // request ready, so neither starves the other.
+  bool held_turn_ = false;
 };
 
 }  // namespace gearbox

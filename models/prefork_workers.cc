@@ -181,6 +181,7 @@ void PreforkWorkers::OnExit(size_t index, int status, Clock::time_point now) {
   s.inflight.store(0);
   s.current_start_us.store(0);
   s.open_conns.store(0);
+  s.idle_held.store(0);
   s.pid.store(0);
   const pid_t pid = c.pid;
   c.pid = 0;

@@ -87,7 +87,8 @@ class StatusHandler final : public Handler {
       w.tid = s.tid.load();
       w.busy = start != 0;
       w.requests = s.requests.load(std::memory_order_relaxed);
-      w.conns = s.open_conns.load(std::memory_order_relaxed);
+      w.conns = s.open_conns.load(std::memory_order_relaxed) +
+                s.idle_held.load(std::memory_order_relaxed);
       w.path = w.busy ? s.CurrentPath() : "";
       w.age_ms = w.busy && now > start ? Ms(now - start) : 0;
       out.push_back(std::move(w));

@@ -58,7 +58,7 @@ void WorkerStats::AddTo(StatsTotals& t) const {
   t.loop_stalls += loop_stalls.load(r);
   t.parked += parked.load(r);
   t.inflight += inflight.load(r);
-  t.open_conns += open_conns.load(r);
+  t.open_conns += open_conns.load(r) + idle_held.load(r);
   t.busy += busy.load(r);
   t.queue_depth += queue_depth.load(r);
   t.queue_high += queue_high.load(r);

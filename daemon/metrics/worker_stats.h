@@ -139,8 +139,11 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> parked{0};
   std::atomic<uint64_t> inflight{0};    // requests between parse and response
   std::atomic<uint64_t> open_conns{0};  // connections this worker holds
-  std::atomic<uint64_t> busy{0};        // 1 while serving a request
-  std::atomic<int32_t> pid{0};          // owning process (prefork child) or 0
+  // prefork: idle kept-alive connections a child holds beside the one in hand
+  // (counted into open_conns' totals; a child holding only these is free).
+  std::atomic<uint64_t> idle_held{0};
+  std::atomic<uint64_t> busy{0};  // 1 while serving a request
+  std::atomic<int32_t> pid{0};    // owning process (prefork child) or 0
   std::atomic<int32_t> tid{0};
   // Threadpool hand-off queue (acceptor slot only): depth now and high-water
   // mark since the last stats line (the reporter resets it).
