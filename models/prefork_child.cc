@@ -75,7 +75,6 @@ class ChildLoop {
 
  private:
   void Serve(std::unique_ptr<BlockingConnection> c, uint32_t listener);
-  void Served(std::unique_ptr<BlockingConnection> c, uint32_t listener);
   bool KeepHeld(std::unique_ptr<BlockingConnection>& c, uint32_t listener);
   void ServeHeld(int fd);
   void ServeReadyHeld(const std::vector<pollfd>& pfds, size_t first_held);

@@ -78,14 +78,11 @@ bool HeldConnections::ParkOldest() {
   return true;
 }
 
+// Oldest first, as ParkOldest: a channel that fills keeps the ones served last.
+// The first refusal ends it (the channel will not take the next one either).
 size_t HeldConnections::ParkAll() {
   size_t parked = 0;
-  for (size_t i = held_.size(); i-- > 0;) {
-    Held& h = held_[i];
-    if (!ParkWithGuard(park_fd_, park_capacity_, *h.c, h.listener)) continue;
-    RemoveAt(i);
-    ++parked;
-  }
+  while (!held_.empty() && ParkOldest()) ++parked;
   return parked;
 }
 
