@@ -31,6 +31,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_advisor  # noqa: E402
+import bench_ratios  # noqa: E402
 import bench_report  # noqa: E402
 from bench_servers import (  # noqa: E402
     HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, Postgres, cpu_seconds, log, parse_httperf,
@@ -383,6 +384,9 @@ def plan(args):
         "slow": {"configs": ["async-1", "threadpool-64", "prefork-8"], "count": 1000},
         # bench_advisor.py: the mixed workload's sweep (the other workloads are swept above).
         "advisor": {"mixed_conc": [16, 64, 256]},
+        # bench_ratios.py: targets 1, 5 and 6 (/hello c=64, blocking models vs async-2 on
+        # each path) in alternating rounds with the three running at once. ~160 s more.
+        "ratios": {"configs": ["async-2", "threadpool-64", "prefork-8"], "rounds": 5, "conc": 64},
     }
 
 
@@ -397,15 +401,15 @@ def extra_rounds_per_config(pl):
 
 def count_points(pl):
     n = (len(pl["ref_conc"]) + 2 * pl["alternation"]["rounds"] + 2 * len(pl["idle"]["configs"])
-         + 2 * len(pl["slow"]["configs"]))
+         + 2 * len(pl["slow"]["configs"]) + bench_ratios.points(pl))
     return n + len(pl["configs"]) * points_per_config(pl)
 
 
 def estimate(pl):
     d = pl["duration"] + 0.4
-    pts = len(pl["ref_conc"]) + len(pl["configs"]) * (points_per_config(pl)
+    pts = len(pl["ref_conc"]) * pl.get("sweep_rounds", {}).get("hello", 1) + len(pl["configs"]) * (points_per_config(pl)
                                                        + extra_rounds_per_config(pl))
-    pts += 2 * pl["alternation"]["rounds"]
+    pts += 2 * pl["alternation"]["rounds"] + bench_ratios.points(pl)
     seeds = len(pl["seed"]["wait1ms"]) + len(pl["seed"]["hello"]) + 1
     idle = len(pl["idle"]["configs"]) * (2 * d + pl["idle"]["count"] / 1000 + 3)
     idle += len(pl["slow"]["configs"]) * (2 * d + pl["slow"]["count"] / 1000 + 3)
@@ -515,6 +519,8 @@ def main():
     pl = plan(args)
     if args.only:
         pl["configs"] = [c for c in args.only.split(",") if c]
+        if "ratios" in pl and not set(pl["ratios"]["configs"]) <= set(pl["configs"]):
+            del pl["ratios"]
         for c in pl["configs"]:
             if c not in CONFIG_BY_LABEL:
                 sys.exit(f"bench: unknown config {c} (valid: {', '.join(CONFIG_BY_LABEL)})")
@@ -551,7 +557,9 @@ def main():
         ncpu = {"nginx": ngx.workers}
         bench.warmup("nginx", "ref", f"http://127.0.0.1:{ngx.ref}/", ncpu)
         for c in pl["ref_conc"]:
-            bench.wrk("nginx", "ref", "hello", f"http://127.0.0.1:{ngx.ref}/", c, d, ncpu)
+            # As many rounds as gearboxd's hello points: the advisor check compares tails.
+            bench.wrk_rounds(pl.get("sweep_rounds", {}).get("hello", 1), "nginx", "ref", "hello",
+                             f"http://127.0.0.1:{ngx.ref}/", c, d, ncpu)
         if pl["seed"]["hello"]:
             bench.httperf("nginx", "ref", "hello", ngx.ref, "/", pl["seed_conns"], ncpu)
         ngx.stop()
@@ -561,6 +569,7 @@ def main():
         log(f"postgres ({meta['postgres']}) on {bench.pg.dir}, bench_rows: {Postgres.ROWS} rows")
         for label in pl["configs"]:
             run_config(bench, label, pl)
+        bench_ratios.run(bench, pl, CONFIG_BY_LABEL)
         # The advisor check: each configuration's pick for each workload.
         advice_picks = bench_advisor.run(bench, pl, CONFIG_BY_LABEL)
     except Exception as e:  # noqa: BLE001 - report, keep what was measured

@@ -12,7 +12,12 @@ window lies inside the run. The mixed workload is also swept like the others
 The best model of a workload is the one with the highest throughput in this
 run's direct sweep (any size, any concurrency) whose p99 is within 3x its p50,
 with no refused, timed-out or non-2xx request (the full run's hello points are
-medians of 3 rounds: bench.py wrk_rounds). Where it leads the next model by
+medians of 3 rounds: bench.py wrk_rounds). On hello a p99 no longer than nginx
+`return 200`'s own at the same concurrency in the same run (the reference sweep,
+medians of as many rounds) also counts: with a p50 of 0.1-0.4 ms, the ~1-2 ms
+that scheduling on a 2-core host adds to every server's p99 breaks 3x for
+nginx itself (3.2-24x at c=64 in the runs of 2026-12-03), so the rule there
+measures the host, not the model's fairness. Where it leads the next model by
 more than 20%, every pick must name it; where it leads by less, any model within
 20% of it counts. Every pick of a workload must also be the same (the pick must
 not depend on which model runs). Sizes are reported beside the measured best
@@ -141,12 +146,25 @@ def run(bench, pl, config_by_label):
 
 # --- evaluation ---------------------------------------------------------------------
 
-def qualifies(r):
-    """A point that counts for "best": p99 within 3x p50, no failed request (wrk read
-    and write errors are prefork's keep-alive hand-offs, retried by nginx: allowed)."""
-    return (r["rps"] > 0 and r.get("p50_ms") and r.get("p99_ms") is not None
-            and r["p99_ms"] <= P99_OVER_P50 * r["p50_ms"] and r["non2xx"] == 0
-            and r["err_connect"] == 0 and r["err_timeout"] == 0 and not r.get("tool_error"))
+def qualifies(r, host_tail=None):
+    """A point that counts for "best": p99 within 3x p50 (or within `host_tail`, the
+    reference's p99 at that concurrency), no failed request (wrk read and write errors
+    are prefork's keep-alive hand-offs, retried by nginx: allowed)."""
+    if not (r["rps"] > 0 and r.get("p50_ms") and r.get("p99_ms") is not None):
+        return False
+    tail_ok = (r["p99_ms"] <= P99_OVER_P50 * r["p50_ms"]
+               or (host_tail is not None and r["p99_ms"] <= host_tail))
+    return (tail_ok and r["non2xx"] == 0 and r["err_connect"] == 0 and r["err_timeout"] == 0
+            and not r.get("tool_error"))
+
+
+def host_tails(runs, workload):
+    """{conc: p99 ms} of nginx `return 200` in this run's reference sweep, for the
+    workload it serves (hello); {} for the others."""
+    if workload != "hello":
+        return {}
+    return {r["conc"]: r["p99_ms"] for r in runs
+            if r["kind"] == "wrk" and r["path"] == "ref" and not r.get("tag") and r.get("p99_ms")}
 
 
 NOISY_CORES = 0.15  # as bench_report: other jobs' CPU during a run that makes it unreliable
@@ -158,19 +176,24 @@ def sweep_points(runs, workload, configs):
             and r["server"] in configs and r.get("tag") in (None, "advisor-sweep")]
 
 
-def noise_note(points):
+def noise_note(points, host):
     """How many points qualified, and how disturbed they were by other jobs."""
     noisy = [r for r in points if (r.get("foreign_cpu_cores") or 0) > NOISY_CORES]
     worst = max((r.get("foreign_cpu_cores") or 0 for r in points), default=0)
-    return (f"{sum(1 for r in points if qualifies(r))} of {len(points)} points qualify "
-            f"(p99 <= {P99_OVER_P50:g}x p50, no failed request); other jobs used more than "
+    by_host = sum(1 for r in points if qualifies(r, host.get(r["conc"])) and not qualifies(r))
+    tails = ", ".join(f"c={c} {p:.2f} ms" for c, p in sorted(host.items()))
+    return (f"{sum(1 for r in points if qualifies(r, host.get(r['conc'])))} of {len(points)} points qualify "
+            f"(p99 <= {P99_OVER_P50:g}x p50"
+            + (f", or <= nginx return 200's p99 at that c ({tails}): {by_host} by that" if host else "")
+            + f"; no failed request); other jobs used more than "
             f"{NOISY_CORES} cores during {len(noisy)} of them (worst {worst:.2f})")
 
 
 def best_by_model(runs, workload, config_by_label, configs):
     best = {}
+    host = host_tails(runs, workload)
     for r in sweep_points(runs, workload, configs):
-        if not qualifies(r):
+        if not qualifies(r, host.get(r["conc"])):
             continue
         model = config_by_label[r["server"]][1]
         if model not in best or r["rps"] > best[model]["rps"]:
@@ -184,7 +207,7 @@ def evaluate(runs, picks, pl, config_by_label, asserting):
         best = best_by_model(runs, w, config_by_label, pl["configs"])
         ranked = sorted(best.items(), key=lambda kv: -kv[1]["rps"])
         rows = [p for p in picks if p["workload"] == w]
-        noise = noise_note(sweep_points(runs, w, pl["configs"]))
+        noise = noise_note(sweep_points(runs, w, pl["configs"]), host_tails(runs, w))
         t = {"workload": w, "path": WORKLOADS[w], "rows": rows, "noise": noise,
              "best": {m: {"config": r["server"], "conc": r["conc"], "rps": r["rps"],
                           "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"]} for m, r in ranked}}
@@ -228,7 +251,9 @@ def markdown(adv, config_by_label):
          "Does the daemon's advice (`/status` \"advice\", the arithmetic of `gearboxd --advise`) name "
          "the model that measured best? See `tests/bench/bench_advisor.py` for the method: the pick is "
          f"read {READ_AT_S} s into a {PICK_SECONDS} s `wrk -c{PICK_CONC}` run (1 s advice window); best "
-         f"= highest direct throughput of this run with p99 <= {P99_OVER_P50:g}x p50. A lead over "
+         f"= highest direct throughput of this run with p99 <= {P99_OVER_P50:g}x p50 (on hello, or p99 "
+         "no longer than nginx `return 200`'s at that concurrency in this run: the host's own tail). "
+         "A lead over "
          f"{100 * LEAD:.0f}% must be named; otherwise any model within {100 * LEAD:.0f}% counts. "
          + ("The full bench asserts this." if adv["asserted"] else "Quick mode: not asserted.") + "\n"]
     for t in adv["tables"]:
