@@ -386,7 +386,8 @@ def plan(args):
         "advisor": {"mixed_conc": [16, 64, 256]},
         # bench_ratios.py: targets 1, 5 and 6 (/hello c=64, blocking models vs async-2 on
         # each path) in alternating rounds with the three running at once. ~160 s more.
-        "ratios": {"configs": ["async-2", "threadpool-64", "prefork-8"], "rounds": 5, "conc": 64},
+        "ratios": {"configs": ["async-2", "threadpool-64", "prefork-8"], "rounds": 5, "conc": 64,
+                   "profile": True},  # + one run each under perf stat: syscalls, switches
     }
 
 

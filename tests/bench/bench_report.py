@@ -583,6 +583,41 @@ class Report:
                 cells.append(f"{m['rps']:,.0f} ({100 * m['spread']:.0f}%)" if m else "–")
             add(f"| {label} | " + " | ".join(cells) + " |")
         add(f"\n*spread* = (max − min) / median over the {max(m['rounds'] for m in med.values())} rounds.\n")
+        self._profiles(add, spec, routes)
+
+    def _profiles(self, add, spec, routes):
+        """Syscalls and context switches per request, this run against the committed
+        profile of the code before issue 19 (bench_ratios.BEFORE_FILE)."""
+        now = bench_ratios.profiles(self.runs, route)
+        if not now:
+            return
+        old = bench_ratios.before() or {}
+        was = old.get("profile", {})
+        add("Syscalls and context switches per request (`perf stat` on gearboxd's processes, every "
+            f"thread, and on nginx's worker, over one more {self.plan.get('duration', 3)} s run of each cell, not in the medians: "
+            "perf slows what it counts)"
+            + (f"; *before*: the same pass on {old['commit']} ({old['date']}), the code when the "
+               "throughput issue was filed" if old else "") + ".\n")
+        add("| server | path | gearboxd syscalls | gearboxd switches | nginx syscalls | nginx switches |"
+            "\n|---|---|---|---|---|---|")
+
+        def cell(cur, prev, who, event):
+            v = cur.get(who, {}).get(event)
+            p = prev.get(who, {}).get(event) if prev else None
+            if v is None:
+                return "–"
+            return f"{p:.2f} → {v:.2f}" if p is not None else f"{v:.2f}"
+
+        for label in spec.get("configs", []):
+            for r in routes:
+                cur = now.get((label, r))
+                if not cur:
+                    continue
+                prev = was.get(f"{label} {r}")
+                add(f"| {label} | {r} | " + " | ".join(
+                    cell(cur, prev, who, e) for who in ("gearboxd", "nginx")
+                    for e in bench_ratios.PERF_EVENTS) + " |")
+        add("")
 
     def _commands(self, add, runs):
         cmds = []
