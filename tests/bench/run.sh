@@ -19,7 +19,7 @@
 #   GEARBOXD=PATH         use this binary instead of building //daemon:gearboxd
 #   BAZEL=bazel           the Bazel command; BAZEL_STARTUP_OPTS its startup options
 #                         (e.g. --output_base=...); BENCH_BAZEL_FLAGS extra build flags
-#   BENCH_TIMEOUT=S       bound on the whole run (default 1800, quick 300, --ab 3600)
+#   BENCH_TIMEOUT=S       bound on the whole run (default 2700, quick 300, --ab 3600)
 # Needs: nginx (nginx-light), wrk, httperf, python3, gnuplot (gnuplot-nox) for the
 # plots. Loopback only. See tests/bench/README.md.
 set -euo pipefail
@@ -48,7 +48,7 @@ if [[ -z "${_BENCH_BOUNDED:-}" ]]; then
   elif [[ $script == bench_ab.py ]]; then
     limit=${BENCH_TIMEOUT:-3600}
   else
-    limit=${BENCH_TIMEOUT:-1800}
+    limit=${BENCH_TIMEOUT:-2700}
   fi
   # timeout(1) sends TERM; bench.py then stops everything it started, by PID.
   exec timeout -k 15 "$limit" python3 "$here/$script" "$@"
