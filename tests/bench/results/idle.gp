@@ -3,7 +3,7 @@ set output 'idle.png'
 set title 'daemon RSS per idle keep-alive connection (10000 idle)'
 set style fill solid 0.6
 set boxwidth 0.6
-set xrange [-0.6:1.6]
+set xrange [-0.6:2.6]
 set yrange [0:*]
 set grid y
 set ylabel 'bytes per connection'

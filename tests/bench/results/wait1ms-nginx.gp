@@ -1,6 +1,6 @@
 set terminal pngcairo size 900,540 font ',10'
 set output 'wait1ms-nginx.png'
-set title 'wait1ms (/sleep?ms=1), through nginx (1 worker): wrk -t1, 3 s per point'
+set title 'wait1ms (/sleep?ms=1), through nginx (1 worker) over the unix socket: wrk -t1, 3 s per point'
 set logscale x 2
 set xlabel 'concurrent connections (wrk -c)'
 set ylabel 'requests/s'

@@ -1,0 +1,10 @@
+set terminal pngcairo size 900,540 font ',10'
+set output 'timerwait20ms-direct.png'
+set title 'timerwait20ms (/tw?ms=20), direct to gearboxd: wrk -t1, 3 s per point'
+set logscale x 2
+set xlabel 'concurrent connections (wrk -c)'
+set ylabel 'requests/s'
+set yrange [0:*]
+set grid
+set key outside right top
+plot 'timerwait20ms-direct.dat' index 0 with linespoints lw 2 pt 7 title 'async-1', 'timerwait20ms-direct.dat' index 1 with linespoints lw 2 pt 7 title 'async-2', 'timerwait20ms-direct.dat' index 2 with linespoints lw 2 pt 7 title 'threadpool-1', 'timerwait20ms-direct.dat' index 3 with linespoints lw 2 pt 7 title 'threadpool-64', 'timerwait20ms-direct.dat' index 4 with linespoints lw 2 pt 7 title 'prefork-1', 'timerwait20ms-direct.dat' index 5 with linespoints lw 2 pt 7 title 'prefork-8'

@@ -1,0 +1,11 @@
+set terminal pngcairo size 900,540 font ',10'
+set output 'wait1ms-nginx-tcp.png'
+set title 'wait1ms (/sleep?ms=1), through nginx (1 worker) over TCP: wrk -t1, 3 s per point'
+set logscale x 2
+set xlabel 'concurrent connections (wrk -c)'
+set ylabel 'requests/s'
+set logscale y
+set yrange [10:*]
+set grid
+set key outside right top
+plot 'wait1ms-nginx-tcp.dat' index 0 with linespoints lw 2 pt 7 title 'async-1', 'wait1ms-nginx-tcp.dat' index 1 with linespoints lw 2 pt 7 title 'async-2', 'wait1ms-nginx-tcp.dat' index 2 with linespoints lw 2 pt 7 title 'threadpool-1', 'wait1ms-nginx-tcp.dat' index 3 with linespoints lw 2 pt 7 title 'threadpool-64', 'wait1ms-nginx-tcp.dat' index 4 with linespoints lw 2 pt 7 title 'prefork-1', 'wait1ms-nginx-tcp.dat' index 5 with linespoints lw 2 pt 7 title 'prefork-8'
