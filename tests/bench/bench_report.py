@@ -777,9 +777,9 @@ class Report:
                 f"{_f(i.get('p99_ms'), 2)} | {_f(base['p99_ms'] if base else None, 2)} |")
         add("")
         if any(i["server"].startswith("prefork") for i in idle):
-            add("prefork: a child holds one connection and closes an idle keep-alive one as soon as another "
-                "client waits, so the idle connections are served one by one and closed (held ≈ workers); "
-                "bytes/conn is not meaningful there.\n")
+            add("prefork: each child keeps up to 8 idle kept-alive connections beside the one it serves; the "
+                "rest wait in the master's head guard, which gives each to a free child when its next request "
+                "arrives. RSS covers the master, the guard and every child.\n")
         if "idle.png" in self.plots:
             add("![idle](idle.png)\n")
         self._commands(add, idle)
