@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 import bench_toml  # noqa: E402
 from bench import CONFIG_BY_LABEL, CONFIGS, WORKLOADS, Bench  # noqa: E402
-from bench_servers import HERE, T0, Gearbox, Nginx, log, sh, stop_all  # noqa: E402
+from bench_servers import HERE, T0, Gearbox, Nginx, log, sh, stop_all, stop_group  # noqa: E402
 
 # A model name means the model at bench.py's 2-core size (CONFIGS explains them).
 MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
@@ -187,14 +187,8 @@ class Running:
         r.update(side=self.side.key, round=self.rnd, ab_path=path)
 
     def stop(self):
-        for n in self.nginx.values():
-            if n.proc is not None:
-                n.stop()
-        if self.gb.proc is not None:
-            rc = self.gb.stop()
-            if rc != 0:
-                self.bench.notes.append(f"{self.side.name} {self.label} round {self.rnd}: gearboxd exited "
-                                        f"{rc} after SIGTERM")
+        stop_group(self.gb, self.nginx.values(), self.bench.notes,
+                   f"{self.side.name} {self.label} round {self.rnd}")
 
 
 def run_round(bench, sides, label, rnd, pl):

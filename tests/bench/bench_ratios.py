@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from bench_servers import Gearbox, Nginx, log
+from bench_servers import Gearbox, Nginx, log, stop_group
 
 TAG = "ratio"
 PROFILE_TAG = "ratio-profile"
@@ -109,13 +109,7 @@ class _Running:
         return r
 
     def stop(self):
-        for n in self.nginx.values():
-            if n.proc is not None:
-                n.stop()
-        if self.gb.proc is not None:
-            rc = self.gb.stop()
-            if rc != 0:
-                self.bench.notes.append(f"{self.label} ({TAG} rounds): gearboxd exited {rc} after SIGTERM")
+        stop_group(self.gb, self.nginx.values(), self.bench.notes, f"{self.label} ({TAG} rounds)")
 
 
 def points(pl):

@@ -399,6 +399,18 @@ max_ms = 10000
         return rc
 
 
+def stop_group(gb, nginxes, notes, what):
+    """Stops the nginx instances in front of gearboxd `gb`, then `gb`; a gearboxd that
+    exits non-zero becomes a line of `notes` naming `what`."""
+    for n in nginxes:
+        if n.proc is not None:
+            n.stop()
+    if gb.proc is not None:
+        rc = gb.stop()
+        if rc != 0:
+            notes.append(f"{what}: gearboxd exited {rc} after SIGTERM")
+
+
 def http_get(host, port, path, timeout=1.0):
     try:
         with socket.create_connection((host, port), timeout=timeout) as s:
