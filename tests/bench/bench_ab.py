@@ -26,11 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 import bench_toml  # noqa: E402
 from bench import CONFIG_BY_LABEL, CONFIGS, WORKLOADS, Bench  # noqa: E402
-from bench_servers import HERE, T0, Gearbox, Nginx, log, sh, stop_all, stop_group  # noqa: E402
+from bench_servers import HERE, PATHS, T0, Fronted, Gearbox, log, sh, stop_all  # noqa: E402
 
 # A model name means the model at bench.py's 2-core size (CONFIGS explains them).
 MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
-PATHS = ("direct", "nginx-unix", "nginx-tcp")
 NOISY_CORES = bench_report.NOISY_CORES
 
 
@@ -155,40 +154,31 @@ class Running:
     def __init__(self, bench, side, label, rnd, pl):
         self.bench, self.side, self.label, self.rnd, self.pl = bench, side, label, rnd, pl
         self.tag = f"{side.key}-r{rnd}"
-        self.gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
-                          tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock")
-        self.nginx = {}
+        gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
+                     tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock")
+        self.servers = Fronted(gb, bench.work, bench.confdir, bench.logdir, f"{self.tag}-{label}",
+                               pl["paths"])
+        self.gb = gb
 
     def start(self):
-        self.gb.start()
-        for p in self.pl["paths"]:
-            if p.startswith("nginx-"):
-                n = Nginx(self.bench.work, self.bench.confdir, self.bench.logdir, f"{self.tag}-{self.label}",
-                          transport=p.split("-", 1)[1])
-                self.nginx[p] = n  # before start(): stop() must find it if start fails
-                n.start(self.gb)
+        self.servers.start()
         log(f"=== {self.side.name} ({self.side.key}) round {self.rnd}: {self.label}, gearboxd pid "
             f"{self.gb.proc.pid} on :{self.gb.port}"
-            + "".join(f", {p} :{n.proxy}" for p, n in self.nginx.items()) + " ===")
+            + "".join(f", {p} :{n.proxy}" for p, n in self.servers.nginx.items()) + " ===")
 
     def warmup(self):
         self.bench.warmup(self.label, "direct", f"http://127.0.0.1:{self.gb.port}/hello",
                           {"gearboxd": self.gb.pids})
 
     def run(self, workload, uri, path, conc):
-        n = self.nginx.get(path)
-        port = n.proxy if n else self.gb.port
-        cpu = {"gearboxd": self.gb.pids}
-        if n:
-            cpu["nginx"] = n.workers
-        r = self.bench.wrk(self.label, "nginx" if n else "direct", workload, f"http://127.0.0.1:{port}{uri}",
+        how, port, cpu, n = self.servers.via(path)
+        r = self.bench.wrk(self.label, how, workload, f"http://127.0.0.1:{port}{uri}",
                            conc, self.pl["duration"], cpu, self.gb.pids, tag=f"{self.side.name} r{self.rnd}",
                            gearbox=self.gb, nginx=n)
         r.update(side=self.side.key, round=self.rnd, ab_path=path)
 
     def stop(self):
-        stop_group(self.gb, self.nginx.values(), self.bench.notes,
-                   f"{self.side.name} {self.label} round {self.rnd}")
+        self.servers.stop(self.bench.notes, f"{self.side.name} {self.label} round {self.rnd}")
 
 
 def run_round(bench, sides, label, rnd, pl):

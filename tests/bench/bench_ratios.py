@@ -21,11 +21,10 @@ import sys
 import tempfile
 import time
 
-from bench_servers import Gearbox, Nginx, log, stop_group
+from bench_servers import PATHS, Fronted, Gearbox, log
 
 TAG = "ratio"
 PROFILE_TAG = "ratio-profile"
-PATHS = ("direct", "nginx-unix", "nginx-tcp")
 PERF_EVENTS = ("raw_syscalls:sys_enter", "context-switches")
 # Before issue 19's work: the same profile pass run on the code of its filing
 # (`python3 bench_ratios.py --profile-binary BIN --commit C --out profile_before.json`).
@@ -67,35 +66,26 @@ class _Running:
         self.label = cfg[0]
         self.gb = Gearbox(bench.binary, cfg, bench.work, bench.logdir, bench.confdir, tag=TAG,
                           sock_name=f"{TAG}-{self.label}.sock")
-        self.nginx = {}
+        self.servers = Fronted(self.gb, bench.work, bench.confdir, bench.logdir,
+                               f"{TAG}-{self.label}", PATHS)
         self.bench = bench
 
     def start(self):
-        self.gb.start()
-        for path in PATHS[1:]:
-            n = Nginx(self.bench.work, self.bench.confdir, self.bench.logdir, f"{TAG}-{self.label}",
-                      transport=path.split("-", 1)[1])
-            self.nginx[path] = n  # before start(): stop() must find it if start fails
-            n.start(self.gb)
+        self.servers.start()
         self.bench.warmup(self.label, "direct", f"http://127.0.0.1:{self.gb.port}/hello",
                           {"gearboxd": self.gb.pids})
 
     def run(self, path, conc, duration, rnd=None, tag=TAG):
-        n = self.nginx.get(path)
-        cpu = {"gearboxd": self.gb.pids}
-        if n:
-            cpu["nginx"] = n.workers
-        port = n.proxy if n else self.gb.port
-        r = self.bench.wrk(self.label, "nginx" if n else "direct", "hello",
-                           f"http://127.0.0.1:{port}/hello", conc, duration, cpu, self.gb.pids,
-                           tag=tag, gearbox=self.gb, nginx=n)
+        how, port, cpu, n = self.servers.via(path)
+        r = self.bench.wrk(self.label, how, "hello", f"http://127.0.0.1:{port}/hello", conc,
+                           duration, cpu, self.gb.pids, tag=tag, gearbox=self.gb, nginx=n)
         r["round"] = rnd
         return r
 
     def profile(self, path, conc, duration):
         """One run under perf stat (not in the medians: perf slows what it counts):
         syscalls and context switches per request of gearboxd and of nginx's worker."""
-        n = self.nginx.get(path)
+        n = self.servers.nginx.get(path)
         perf = {"gearboxd": PerfStat(self.gb.pids())}
         if n:
             perf["nginx"] = PerfStat(n.workers())
@@ -109,7 +99,7 @@ class _Running:
         return r
 
     def stop(self):
-        stop_group(self.gb, self.nginx.values(), self.bench.notes, f"{self.label} ({TAG} rounds)")
+        self.servers.stop(self.bench.notes, f"{self.label} ({TAG} rounds)")
 
 
 def points(pl):

@@ -399,16 +399,46 @@ max_ms = 10000
         return rc
 
 
-def stop_group(gb, nginxes, notes, what):
-    """Stops the nginx instances in front of gearboxd `gb`, then `gb`; a gearboxd that
-    exits non-zero becomes a line of `notes` naming `what`."""
-    for n in nginxes:
-        if n.proc is not None:
-            n.stop()
-    if gb.proc is not None:
-        rc = gb.stop()
-        if rc != 0:
-            notes.append(f"{what}: gearboxd exited {rc} after SIGTERM")
+# How load reaches a gearboxd: straight, or through nginx over each transport.
+PATHS = ("direct", "nginx-unix", "nginx-tcp")
+
+
+class Fronted:
+    """A gearboxd with its own nginx for each nginx path of `paths` (PATHS): what
+    the A/B sides and the ratio rounds run."""
+
+    def __init__(self, gb, work, confdir, logdir, nginx_tag, paths):
+        self.gb = gb
+        self.nginx = {}
+        self._dirs = (work, confdir, logdir)
+        self._nginx_tag = nginx_tag
+        self._paths = [p for p in paths if p.startswith("nginx-")]
+
+    def start(self):
+        self.gb.start()
+        for p in self._paths:
+            n = Nginx(*self._dirs, self._nginx_tag, transport=p.split("-", 1)[1])
+            self.nginx[p] = n  # before start(): stop() must find it if start fails
+            n.start(self.gb)
+
+    def via(self, path):
+        """(bench.wrk's path, port, CPU sources, nginx or None) of `path`."""
+        n = self.nginx.get(path)
+        cpu = {"gearboxd": self.gb.pids}
+        if n:
+            cpu["nginx"] = n.workers
+        return ("nginx" if n else "direct"), (n.proxy if n else self.gb.port), cpu, n
+
+    def stop(self, notes, what):
+        """Stops the nginx instances, then gearboxd; a gearboxd that exits non-zero
+        becomes a line of `notes` naming `what`."""
+        for n in self.nginx.values():
+            if n.proc is not None:
+                n.stop()
+        if self.gb.proc is not None:
+            rc = self.gb.stop()
+            if rc != 0:
+                notes.append(f"{what}: gearboxd exited {rc} after SIGTERM")
 
 
 def http_get(host, port, path, timeout=1.0):
