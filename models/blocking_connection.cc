@@ -182,7 +182,7 @@ void SendAndForget(int fd, std::string_view bytes) {
 
 ConnectionOutcome ServeBlocking(BlockingConnection& c,
                                 const BlockingContext& ctx,
-                                BlockingPolicy& policy) {
+                                BlockingPolicy& policy, bool read_first) {
   c.conn.Attach(&ctx.env);
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
@@ -223,10 +223,12 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
         WaitHandler(c, i, *ctx.sleeper, now);
         break;
       case Interest::Kind::kRead:
-        if (c.conn.phase() == Phase::kIdle && policy.TurnOver(c)) {
+        if (!read_first && c.conn.phase() == Phase::kIdle &&
+            policy.TurnOver(c)) {
           c.conn.Trim();
           return ConnectionOutcome::kParked;  // its turn comes again
         }
+        read_first = false;
         // Not at the start of a turn: a connection the model just found
         // readable is read first.
         const bool wait_first = processed && c.conn.phase() == Phase::kIdle &&

@@ -39,9 +39,12 @@ struct BlockingConnection {
   int fd;
   Connection conn;
   Clock::time_point turn_started{};  // when the current worker took it
-  // Threadpool bookkeeping while parked (ParkedSet): its entry in the expiry
-  // index and its slot, and whether the fd is already in the epoll set.
-  std::multimap<Clock::time_point, BlockingConnection*>::iterator park_entry;
+  // Threadpool bookkeeping (ParkedSet): its slot while its fd is in the
+  // epoll set, and its entry in the expiry index while parked (the node is
+  // kept between stays: parking allocates nothing after the first).
+  using ParkIndex = std::multimap<Clock::time_point, BlockingConnection*>;
+  ParkIndex::iterator park_entry;
+  ParkIndex::node_type park_node;
   uint32_t park_slot = 0;
   bool registered = false;
 };
@@ -86,10 +89,13 @@ struct BlockingContext {
 enum class ConnectionOutcome { kClosed, kParked, kYield };
 
 // Serves `c` until it closes (the fd is closed and counted) or the policy
-// takes it back.
+// takes it back. `read_first`: bytes may be waiting that nobody has read
+// (threadpool: they came while it was parking); the policy may not take it
+// back before one read.
 ConnectionOutcome ServeBlocking(BlockingConnection& c,
-                                const BlockingContext& context,
-                                BlockingPolicy& policy);
+                                const BlockingContext& ctx,
+                                BlockingPolicy& policy,
+                                bool read_first = false);
 
 // Closes the fd and counts the reason the machine gave.
 void CloseBlocking(BlockingConnection& c);

@@ -187,6 +187,7 @@ void ConnectionPoller::Dispatch(BlockingConnection* c) {
 }
 
 void ConnectionPoller::Finish(BlockingConnection* c) {
+  if (c->registered) queue_.Forget(c);
   SendAndForget(c->fd, c->conn.pending_out());
   CloseBlocking(*c);
   delete c;

@@ -29,7 +29,8 @@ Status ParkedSet::Init() {
   return Status::Ok();
 }
 
-bool ParkedSet::Arm(BlockingConnection* c) {
+// Adding reports the fd at once if bytes came before (edge-triggered too).
+bool ParkedSet::Register(BlockingConnection* c) {
   uint32_t index;
   if (!free_slots_.empty()) {
     index = free_slots_.back();
@@ -39,22 +40,35 @@ bool ParkedSet::Arm(BlockingConnection* c) {
     slots_.emplace_back();
   }
   Slot& slot = slots_[index];
-  slot.generation = (slot.generation + 1) & 0x7fffffffu;
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
   ev.data.u64 = EventData(index, slot.generation);
-  // Each connection is added once and re-armed with MOD afterwards; MOD
-  // reports it at once if bytes came while it was disarmed.
-  if (epoll_ctl(epoll_fd_, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd,
-                &ev) != 0) {
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
     free_slots_.push_back(index);
     return false;
   }
-  c->registered = true;
   slot.c = c;
+  slot.edge = false;
   c->park_slot = index;
-  c->park_entry = by_deadline_.emplace(c->conn.deadline(), c);
+  c->registered = true;
   return true;
+}
+
+ParkedSet::Armed ParkedSet::Arm(BlockingConnection* c) {
+  if (!c->registered && !Register(c)) return Armed::kFailed;
+  Slot& slot = slots_[c->park_slot];
+  if (slot.edge) {
+    slot.edge = false;
+    return Armed::kReady;
+  }
+  slot.parked = true;
+  if (c->park_node) {
+    c->park_node.key() = c->conn.deadline();
+    c->park_entry = by_deadline_.insert(std::move(c->park_node));
+  } else {
+    c->park_entry = by_deadline_.emplace(c->conn.deadline(), c);
+  }
+  return Armed::kParked;
 }
 
 BlockingConnection* ParkedSet::Take(uint64_t data) {
@@ -63,17 +77,32 @@ BlockingConnection* ParkedSet::Take(uint64_t data) {
   if (index >= slots_.size()) return nullptr;
   Slot& slot = slots_[index];
   if (slot.generation != generation || slot.c == nullptr) return nullptr;
+  if (!slot.parked) {
+    slot.edge = true;  // whoever holds it reads before it parks again
+    return nullptr;
+  }
   BlockingConnection* c = slot.c;
   Remove(c);
   return c;
 }
 
-// The fd stays in the epoll set, armed or not: an event it raises later
-// names a freed slot or an old generation, and is dropped.
+// Out of the index; the fd stays in the epoll set, and its slot with it.
 void ParkedSet::Remove(BlockingConnection* c) {
-  by_deadline_.erase(c->park_entry);
-  slots_[c->park_slot].c = nullptr;
+  c->park_node = by_deadline_.extract(c->park_entry);
+  slots_[c->park_slot].parked = false;
+}
+
+// Closing the fd took it out of the epoll set; an event a worker fetched
+// before names an old generation now.
+void ParkedSet::Forget(BlockingConnection* c) {
+  if (!c->registered) return;
+  Slot& slot = slots_[c->park_slot];
+  if (slot.parked) Remove(c);
+  slot.c = nullptr;
+  slot.edge = false;
+  slot.generation = (slot.generation + 1) & 0x7fffffffu;
   free_slots_.push_back(c->park_slot);
+  c->registered = false;
 }
 
 // O(expired * log n): the index is ordered by deadline.

@@ -179,7 +179,7 @@ BlockingConnection* ReadyQueue::TakeEvent(uint64_t data, uint64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_.load()) return nullptr;
   BlockingConnection* c = parked_.Take(data);
-  if (!c) return nullptr;  // stale: expired or re-parked since
+  if (!c) return nullptr;  // stale, or not parked: its holder reads again
   c->conn.set_ready_us(now_us);
   ++active_;
   return c;
@@ -189,32 +189,53 @@ bool ReadyQueue::RetakeSeats(std::chrono::microseconds after) {
   return seats_.Retake(NowMicros(), static_cast<uint64_t>(after.count()));
 }
 
-bool ReadyQueue::ArmLocked(BlockingConnection* c) {
-  if (!parked_.Arm(c)) return false;
-  if (c->conn.deadline() < expiry_pass_) {
+ParkedSet::Armed ReadyQueue::ArmLocked(BlockingConnection* c) {
+  const ParkedSet::Armed armed = parked_.Arm(c);
+  if (armed == ParkedSet::Armed::kParked && c->conn.deadline() < expiry_pass_) {
     expiry_pass_ = c->conn.deadline();
     Signal(expiry_wake_fd_);  // rare: deadlines mostly grow with time
   }
-  return true;
+  return armed;
 }
 
-bool ReadyQueue::Park(BlockingConnection* c) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!ArmLocked(c)) return false;
+void ReadyQueue::DoneLocked() {
   --active_;
   if (IdleLocked()) idle_cv_.notify_all();
-  return true;
+}
+
+ParkedSet::Armed ReadyQueue::Park(BlockingConnection* c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ParkedSet::Armed armed = ArmLocked(c);
+  if (armed == ParkedSet::Armed::kParked) DoneLocked();
+  return armed;
 }
 
 void ReadyQueue::Done() {
   std::lock_guard<std::mutex> lock(mu_);
-  --active_;
-  if (IdleLocked()) idle_cv_.notify_all();
+  DoneLocked();
+}
+
+void ReadyQueue::Closed(BlockingConnection* c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_.Forget(c);
+  DoneLocked();
 }
 
 bool ReadyQueue::ParkFromPoller(BlockingConnection* c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ParkedSet::Armed armed = ArmLocked(c);
+    if (armed == ParkedSet::Armed::kFailed) return false;
+    if (armed == ParkedSet::Armed::kParked) return true;
+    EnqueueLocked(c);  // bytes came while the poller held it
+  }
+  Wake(1);
+  return true;
+}
+
+void ReadyQueue::Forget(BlockingConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
-  return ArmLocked(c);
+  parked_.Forget(c);
 }
 
 Clock::time_point ReadyQueue::NextDeadline(Clock::time_point until) {

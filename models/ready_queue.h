@@ -5,8 +5,8 @@
 //  - the parked set: connections waiting for bytes, in one epoll set the
 //    idle workers wait on together. When bytes arrive the kernel wakes one
 //    of them, which serves the connection and, once it would wait again,
-//    re-arms it itself: no thread in between. Only the seated workers
-//    (WorkerSeats, about one per core) wait there.
+//    parks it itself (edge-triggered: no system call): no thread in between.
+//    Only the seated workers (WorkerSeats, about one per core) wait there.
 // One mutex guards both and the count of connections in workers, so a drain
 // sees every connection in exactly one place.
 //
@@ -66,14 +66,19 @@ class ReadyQueue {
   // Poller: seats held on one turn for longer than `after` go to followers.
   // True when the poller should look again within a millisecond.
   bool RetakeSeats(std::chrono::microseconds after);
-  // Worker: done with what Pop() gave it. Park() arms it to wait for bytes
-  // (false: it could not be armed, the caller closes it); Done() when it was
-  // closed or requeued.
-  bool Park(BlockingConnection* c);
+  // Worker: done with what Pop() gave it. Park() parks it to wait for bytes;
+  // kReady: bytes may have come while it was served, the worker keeps it
+  // and reads; kFailed: the caller closes it. Done() when it was requeued,
+  // Closed() when it was closed (before it is deleted).
+  ParkedSet::Armed Park(BlockingConnection* c);
   void Done();
+  void Closed(BlockingConnection* c);
 
-  // Poller: parks a connection no worker holds (drain, new deadline).
+  // Poller: parks a connection no worker holds (drain, new deadline); one
+  // with bytes waiting is queued for a worker. False: the caller closes it.
   bool ParkFromPoller(BlockingConnection* c);
+  // Poller: a connection it took out is about to be closed and deleted.
+  void Forget(BlockingConnection* c);
   // Poller: the earliest parked deadline, and the connections past theirs.
   // `until`: when the poller next looks (a Park() with an earlier deadline
   // wakes it).
@@ -108,7 +113,8 @@ class ReadyQueue {
   BlockingConnection* TakeEvent(uint64_t data, uint64_t now_us);
   int WaitEvent(uint64_t* data, int timeout_ms);
   void Wake(uint64_t n);
-  bool ArmLocked(BlockingConnection* c);
+  ParkedSet::Armed ArmLocked(BlockingConnection* c);
+  void DoneLocked();
   void UpdateGauge();  // caller holds mu_
   bool IdleLocked() const {
     return queue_.empty() && active_ == 0 && parked_.size() == 0;

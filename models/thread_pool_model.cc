@@ -173,6 +173,7 @@ class ThreadPoolModel final : public Model {
       if (w) w->thread.join();
     poller_->Stop();
     for (BlockingConnection* c : queue_->TakeQueued()) {
+      queue_->Forget(c);
       c->conn.Abort(CloseReason::kDrain);
       CloseBlocking(*c);
       delete c;
@@ -339,8 +340,9 @@ class ThreadPoolModel final : public Model {
       w.current_fd.store(c->fd);
       c->turn_started = Clock::now();
       ConnectionOutcome outcome = ServeBlocking(*c, bc, policy);
+      while (!HandBack(c, outcome))
+        outcome = ServeBlocking(*c, bc, policy, /*read_first=*/true);
       w.current_fd.store(-1);
-      HandBack(c, outcome);
     }
     queue_->ReleaseSeat(index);
     if (!retired) live_.fetch_sub(1);
@@ -349,20 +351,29 @@ class ThreadPoolModel final : public Model {
   }
 
   // Where a connection goes after its turn: parked in the epoll set until
-  // its bytes come, to the back of the queue, or closed.
-  void HandBack(BlockingConnection* c, ConnectionOutcome outcome) {
-    if (outcome == ConnectionOutcome::kParked && queue_->Park(c)) return;
-    if (outcome == ConnectionOutcome::kYield) {
+  // its bytes come, to the back of the queue, or closed. False: bytes came
+  // while it was served and nobody has read them: serve it again, reading
+  // first.
+  bool HandBack(BlockingConnection* c, ConnectionOutcome outcome) {
+    if (outcome == ConnectionOutcome::kParked) {
+      const ParkedSet::Armed armed = queue_->Park(c);
+      if (armed == ParkedSet::Armed::kParked) return true;
+      if (armed == ParkedSet::Armed::kReady) return false;
+      FailPark(c);
+    } else if (outcome == ConnectionOutcome::kYield) {
       queue_->Requeue(c);
-    } else {
-      if (outcome == ConnectionOutcome::kParked) {
-        c->conn.Abort(CloseReason::kError);  // epoll_ctl failed
-        CloseBlocking(*c);
-      }
-      delete c;
-      poller_->Closed();
+      queue_->Done();
+      return true;
     }
-    queue_->Done();
+    queue_->Closed(c);
+    delete c;
+    poller_->Closed();
+    return true;
+  }
+
+  static void FailPark(BlockingConnection* c) {
+    c->conn.Abort(CloseReason::kError);  // epoll_ctl failed
+    CloseBlocking(*c);
   }
 
   // An idle thread leaves if more than `threads` are left; Maintain() joins

@@ -1,7 +1,8 @@
 // threadpool's parked set (models/parked_set.h): a readable connection is
-// reported once and taken by the event's holder; an event that outlived its
-// connection's stay (expired, taken by a drain, parked again) is stale and
-// names nothing; deadlines come out in order.
+// reported once and taken by the event's holder; an event that comes while
+// the connection is not parked makes its next park say "ready" (the bytes are
+// read, never lost); an event that outlived its connection is stale and names
+// nothing; deadlines come out in order.
 #include "models/parked_set.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,9 @@
 
 namespace gearbox {
 namespace {
+
+constexpr ParkedSet::Armed kParked = ParkedSet::Armed::kParked;
+constexpr ParkedSet::Armed kReady = ParkedSet::Armed::kReady;
 
 class ParkedSetTest : public ::testing::Test {
  protected:
@@ -54,7 +58,7 @@ class ParkedSetTest : public ::testing::Test {
 TEST_F(ParkedSetTest, ReadableConnectionIsReportedOnceAndTaken) {
   int client;
   BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
-  ASSERT_TRUE(set_.Arm(c));
+  ASSERT_EQ(kParked, set_.Arm(c));
   EXPECT_EQ(set_.size(), 1u);
   EXPECT_EQ(NextEvent(), 0u) << "no bytes yet";
   ASSERT_EQ(write(client, "GET", 3), 3);
@@ -66,38 +70,64 @@ TEST_F(ParkedSetTest, ReadableConnectionIsReportedOnceAndTaken) {
   EXPECT_EQ(set_.Take(data), nullptr) << "taken already";
 }
 
-TEST_F(ParkedSetTest, EventOfAnExpiredConnectionIsStale) {
+TEST_F(ParkedSetTest, EventOfAClosedConnectionIsStale) {
   int client;
   BlockingConnection* c = Connect(std::chrono::milliseconds(0), &client);
-  ASSERT_TRUE(set_.Arm(c));
+  ASSERT_EQ(kParked, set_.Arm(c));
   ASSERT_EQ(write(client, "G", 1), 1);
   const uint64_t data = NextEvent();  // a worker holds this event...
   ASSERT_NE(data, 0u);
   std::vector<BlockingConnection*> expired;
   set_.TakeExpired(Clock::now(), expired);  // ...when the poller expires it
   ASSERT_EQ(expired.size(), 1u);
+  set_.Forget(c);  // and closes it
   // The slot is reused by the next connection parked.
   int client2;
   BlockingConnection* c2 = Connect(std::chrono::seconds(10), &client2);
-  ASSERT_TRUE(set_.Arm(c2));
+  ASSERT_EQ(kParked, set_.Arm(c2));
   EXPECT_EQ(set_.Take(data), nullptr) << "the old event must not name c2";
   EXPECT_EQ(set_.size(), 1u);
 }
 
-TEST_F(ParkedSetTest, ParkedAgainGetsANewGeneration) {
+TEST_F(ParkedSetTest, BytesThatCameWhileServedMakeTheNextParkReady) {
   int client;
   BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
-  ASSERT_TRUE(set_.Arm(c));
+  ASSERT_EQ(kParked, set_.Arm(c));
+  ASSERT_EQ(write(client, "GET / HTTP/1.1\r\n\r\n", 18), 18);
+  ASSERT_EQ(set_.Take(NextEvent()), c);  // a worker serves it...
+  ASSERT_EQ(write(client, "G", 1), 1);   // ...when the next bytes come
+  const uint64_t edge = NextEvent();
+  ASSERT_NE(edge, 0u) << "edge-triggered: new bytes are a new event";
+  EXPECT_EQ(set_.Take(edge), nullptr) << "a worker holds it already";
+  EXPECT_EQ(set_.size(), 0u);
+  EXPECT_EQ(set_.Arm(c), kReady) << "parking it would lose the bytes";
+  EXPECT_EQ(set_.size(), 0u);
+  EXPECT_EQ(set_.Arm(c), kParked) << "read since: it parks";
+  EXPECT_EQ(NextEvent(), 0u) << "no system call re-reports old bytes";
+}
+
+TEST_F(ParkedSetTest, AnEventFetchedBeforeADrainStillTakesTheConnection) {
+  int client;
+  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  ASSERT_EQ(kParked, set_.Arm(c));
   ASSERT_EQ(write(client, "G", 1), 1);
-  const uint64_t old_event = NextEvent();
-  ASSERT_NE(old_event, 0u);
+  const uint64_t event = NextEvent();  // a worker holds this event...
+  ASSERT_NE(event, 0u);
   std::vector<BlockingConnection*> idle;
-  set_.TakeAll(idle);  // a drain takes it out and parks it again
-  ASSERT_TRUE(set_.Arm(c));
-  EXPECT_EQ(set_.Take(old_event), nullptr);
-  const uint64_t new_event = NextEvent();  // MOD reports the bytes again
-  ASSERT_NE(new_event, 0u);
-  EXPECT_EQ(set_.Take(new_event), c);
+  set_.TakeAll(idle);  // ...while a drain takes it out and parks it again
+  ASSERT_EQ(kParked, set_.Arm(c));
+  EXPECT_EQ(set_.Take(event), c) << "the only report of its bytes";
+}
+
+TEST_F(ParkedSetTest, AnEventWhileTheDrainHoldsItIsKept) {
+  int client;
+  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  ASSERT_EQ(kParked, set_.Arm(c));
+  std::vector<BlockingConnection*> idle;
+  set_.TakeAll(idle);
+  ASSERT_EQ(write(client, "G", 1), 1);
+  EXPECT_EQ(set_.Take(NextEvent()), nullptr);
+  EXPECT_EQ(set_.Arm(c), kReady);
 }
 
 TEST_F(ParkedSetTest, ExpiryTakesOnlyWhatIsDueInDeadlineOrder) {
@@ -105,9 +135,9 @@ TEST_F(ParkedSetTest, ExpiryTakesOnlyWhatIsDueInDeadlineOrder) {
   BlockingConnection* late = Connect(std::chrono::seconds(30), &a);
   BlockingConnection* soon = Connect(std::chrono::milliseconds(1), &b);
   BlockingConnection* sooner = Connect(std::chrono::milliseconds(0), &d);
-  ASSERT_TRUE(set_.Arm(late));
-  ASSERT_TRUE(set_.Arm(soon));
-  ASSERT_TRUE(set_.Arm(sooner));
+  ASSERT_EQ(kParked, set_.Arm(late));
+  ASSERT_EQ(kParked, set_.Arm(soon));
+  ASSERT_EQ(kParked, set_.Arm(sooner));
   EXPECT_EQ(set_.NextDeadline(), sooner->conn.deadline());
   std::vector<BlockingConnection*> out;
   set_.TakeExpired(Clock::now() + std::chrono::milliseconds(5), out);
