@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -23,6 +22,7 @@
 #include "daemon/logging.h"
 #include "models/blocking_connection.h"
 #include "models/connection_poller.h"
+#include "models/interruptible_sleeper.h"
 #include "models/pool_scaler.h"
 #include "models/ready_queue.h"
 #include "models/stuck_request.h"
@@ -34,25 +34,6 @@ namespace {
 // A slice rather than one request per turn: handing every request back to
 // the poller cost up to 4x the throughput of fast requests.
 constexpr std::chrono::milliseconds kTurnSlice{10};
-
-// A per-worker sleeper that a forced stop can interrupt.
-class InterruptibleSleeper final : public Sleeper {
- public:
-  bool SleepFor(std::chrono::microseconds d) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    return !cv_.wait_for(lock, d, [this] { return aborted_; });
-  }
-  void Abort() {
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool aborted_ = false;
-};
 
 // A worker never blocks waiting for a client's bytes: epoll holds the
 // connection until they come.
