@@ -511,6 +511,12 @@ def main():
                                      j["notes"], j["checks"], j["error"])
         report.write(os.path.abspath(args.rerender), plots=not args.no_plots)
         log(f"bench: rewrote {args.rerender}/results.md from results.json")
+        advice = bench_advisor.reevaluate(os.path.abspath(args.rerender), j["runs"], j["plan"],
+                                          CONFIG_BY_LABEL)
+        if advice:
+            log(f"bench: rewrote {args.rerender}/advisor.md from advisor.json's picks")
+            for line in bench_advisor.summary_lines(advice):
+                log("advisor: " + line)
         return 0
 
     for tool, package in (("nginx", "nginx-light"), ("wrk", "wrk"), ("httperf", "httperf"),
