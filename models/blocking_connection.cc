@@ -147,12 +147,17 @@ bool WaitFor(int fd, short events, Clock::time_point deadline, bool* eintr) {
   }
 }
 
-bool RealSleeper::SleepFor(std::chrono::microseconds d) {
+timespec MonotonicAfter(std::chrono::microseconds d) {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t ns = ts.tv_nsec + d.count() * 1000;
+  const int64_t ns = ts.tv_nsec + d.count() * 1000;
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
+  return ts;
+}
+
+bool RealSleeper::SleepFor(std::chrono::microseconds d) {
+  const timespec ts = MonotonicAfter(d);
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
          EINTR) {
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <poll.h>
+#include <time.h>
 
 #include <chrono>
 #include <map>
@@ -110,5 +111,8 @@ void SendAndForget(int fd, std::string_view bytes);
 bool WaitFor(int fd, short events, Clock::time_point deadline,
              bool* eintr = nullptr);
 int MillisUntil(Clock::time_point deadline);
+// CLOCK_MONOTONIC now + `d`: the absolute deadline a sleep waits until, so a
+// wake-up that is not its end sleeps on to the same instant.
+timespec MonotonicAfter(std::chrono::microseconds d);
 
 }  // namespace gearbox

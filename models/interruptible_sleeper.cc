@@ -23,11 +23,7 @@ long FutexWaitUntil(std::atomic<uint32_t>* word, uint32_t expected,
 }  // namespace
 
 bool InterruptibleSleeper::SleepFor(std::chrono::microseconds d) {
-  timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  const int64_t ns = until.tv_nsec + d.count() * 1000;
-  until.tv_sec += ns / 1000000000;
-  until.tv_nsec = ns % 1000000000;
+  const timespec until = MonotonicAfter(d);
   while (aborted_.load(std::memory_order_acquire) == 0) {
     if (FutexWaitUntil(&aborted_, 0, &until) != 0 && errno == ETIMEDOUT)
       return true;

@@ -340,7 +340,8 @@ class ThreadPoolModel final : public Model {
       const ParkedSet::Armed armed = queue_->Park(c);
       if (armed == ParkedSet::Armed::kParked) return true;
       if (armed == ParkedSet::Armed::kReady) return false;
-      FailPark(c);
+      c->conn.Abort(CloseReason::kError);  // epoll_ctl failed
+      CloseBlocking(*c);
     } else if (outcome == ConnectionOutcome::kYield) {
       queue_->Requeue(c);
       queue_->Done();
@@ -350,11 +351,6 @@ class ThreadPoolModel final : public Model {
     delete c;
     poller_->Closed();
     return true;
-  }
-
-  static void FailPark(BlockingConnection* c) {
-    c->conn.Abort(CloseReason::kError);  // epoll_ctl failed
-    CloseBlocking(*c);
   }
 
   // An idle thread leaves if more than `threads` are left; Maintain() joins
