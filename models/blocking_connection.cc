@@ -33,12 +33,14 @@ void SendSome(BlockingConnection& c, Clock::time_point now) {
 }
 
 // One non-blocking read into the machine. False: the socket had nothing.
-bool ReadSome(BlockingConnection& c, Clock::time_point now) {
+// The machine's `now` is taken once the bytes are in: requests they complete
+// start then (their service time and handler waits count from it).
+bool ReadSome(BlockingConnection& c) {
   for (;;) {
     char* tail = c.conn.ReadSpace(kReadChunk);
     ssize_t n = recv(c.fd, tail, c.conn.ReadRoom(), MSG_DONTWAIT);
     if (n > 0) {
-      c.conn.Commit(static_cast<size_t>(n), now);
+      c.conn.Commit(static_cast<size_t>(n), Clock::now());
       return true;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -52,9 +54,8 @@ bool ReadSome(BlockingConnection& c, Clock::time_point now) {
 // whether the machine was handed bytes (or the peer's close).
 // Returns true when the driver goes on, false when the policy took it.
 bool Read(BlockingConnection& c, const Interest& interest,
-          BlockingPolicy& policy, Clock::time_point now, bool wait_first,
-          bool* got) {
-  *got = !wait_first && ReadSome(c, now);
+          BlockingPolicy& policy, bool wait_first, bool* got) {
+  *got = !wait_first && ReadSome(c);
   if (*got) return true;
   switch (policy.WaitReadable(c, interest)) {
     case ReadWait::kReadable:
@@ -240,7 +241,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
                                 !policy.ReadFirstWhenIdle();
         // Bytes read are processed at once (Commit): a request answered
         // from them counts as processed, and the next read waits first.
-        if (!Read(c, i, policy, now, wait_first, &processed))
+        if (!Read(c, i, policy, wait_first, &processed))
           return ConnectionOutcome::kParked;
         break;
     }

@@ -180,8 +180,9 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   const bool announce_close =
       policy_ && codec_->AnnouncesClose() && policy_->CloseAfterResponse();
   RequestTiming timing;
-  std::unique_ptr<Exchange> exchange = BeginRequest(
-      env_->cycle, request, ready_us_, env_->limits->request_timeout, timing);
+  std::unique_ptr<Exchange> exchange =
+      BeginRequest(env_->cycle, request, ready_us_,
+                   env_->limits->request_timeout, now, timing);
   ready_us_ = 0;  // later requests on this connection did not queue
   fresh_ = false;
   response.Reset();
