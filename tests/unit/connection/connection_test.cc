@@ -520,6 +520,19 @@ TEST_F(DeadlineTest, DeadlineRunsFromHandlerStartNotPerWait) {
   EXPECT_EQ(request_timeouts(), 1u);
 }
 
+// The start the stuck-request watchers read, and the service time counted,
+// share the machine's clock with the deadlines: a handler that waits X is
+// served in no less than X (a later clock reading as the start made a 20 ms
+// wait count 19.8 ms of service under load).
+TEST_F(DeadlineTest, RequestStartsAtTheMachinesNow) {
+  auto c = Open();
+  c->Received("GET /sleep?ms=1000 HTTP/1.1\r\nHost: a\r\n\r\n", now_);
+  ASSERT_EQ(c->Next(now_).kind, Kind::kHandler);
+  EXPECT_EQ(stats().current_start_us.load(), MicrosOf(now_));
+  EXPECT_EQ(stats().current_deadline_us.load(),
+            MicrosOf(now_ + milliseconds(300)));
+}
+
 TEST_F(DeadlineTest, PipelinedRequestBehindATimedOutOneIsServed) {
   auto c = Open();
   c->Received(std::string("GET /fd50 HTTP/1.1\r\nHost: a\r\n\r\n") +
