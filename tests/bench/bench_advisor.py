@@ -226,11 +226,11 @@ def best_table(best):
                 "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"]} for m, r in ranked}
 
 
-def host_view(runs, w, config_by_label, configs, rows):
-    """hello only: the same check where a tail no longer than nginx `return 200`'s own
-    also qualifies. Reported beside the asserted rule, never asserted: on a 2-core
-    host it shows whether the rule measured the model or the host."""
-    host = host_tails(runs, w)
+def host_view(runs, w, config_by_label, configs, rows, host):
+    """hello only (`host`: nginx `return 200`'s p99 by concurrency, empty elsewhere): the
+    same check where a tail no longer than the host's own also qualifies. Reported beside
+    the asserted rule, never asserted: on a 2-core host it shows whether the rule measured
+    the model or the host."""
     best = best_by_model(runs, w, config_by_label, configs, host) if host else {}
     if not best or not rows:
         return None
@@ -244,10 +244,11 @@ def evaluate(runs, picks, pl, config_by_label, asserting):
     for w in WORKLOADS:
         best = best_by_model(runs, w, config_by_label, pl["configs"])
         rows = [p for p in picks if p["workload"] == w]
-        noise = noise_note(sweep_points(runs, w, pl["configs"]), host_tails(runs, w))
+        host = host_tails(runs, w)
+        noise = noise_note(sweep_points(runs, w, pl["configs"]), host)
         t = {"workload": w, "path": WORKLOADS[w], "rows": rows, "noise": noise,
              "best": best_table(best),
-             "host_view": host_view(runs, w, config_by_label, pl["configs"], rows)}
+             "host_view": host_view(runs, w, config_by_label, pl["configs"], rows, host)}
         if not best or not rows:
             t.update(verdict="no data", ok=False, allowed=[])
             tables.append(t)
