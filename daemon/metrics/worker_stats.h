@@ -46,6 +46,7 @@ inline constexpr size_t kRouteSlots = 32;
 inline constexpr size_t kOtherRoute = kRouteSlots - 1;
 // One request in this many, per route and worker, has its thread CPU time read
 // (two syscalls of ~1.3 us each). 1 in 64 keeps that below 1% of a /hello.
+// The stride starts at the second request (the first is warm-up).
 inline constexpr uint64_t kCpuSampleEvery = 64;
 // ... and at least one a second per route and worker, so a route with little
 // traffic per worker (many threads, few requests each) still has figures.

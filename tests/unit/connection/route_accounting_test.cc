@@ -98,23 +98,31 @@ TEST_F(RouteAccountingTest, AnExchangeDroppedWhileWaitingIsNotCounted) {
 
 TEST_F(RouteAccountingTest, ACutShortExchangeCountsWithItsCpuSample) {
   auto c = Open();
+  Get(*c, "/sleep?ms=1");  // the route's first request: warm-up, not sampled
+  now_ += milliseconds(1);
+  c->DeadlinePassed(now_);
+  ASSERT_EQ(route(1).requests.load(), 1u);
+  ASSERT_EQ(route(1).cpu_samples.load(), 0u);
   Get(*c, "/sleep?ms=50");
   c->CutShort();  // a forced stop: 503 without resuming the handler
   EXPECT_NE(std::string(c->pending_out()).find("503"), std::string::npos);
-  EXPECT_EQ(route(1).requests.load(), 1u);
-  EXPECT_EQ(route(1).cpu_samples.load(), 1u) << "the first request is sampled";
+  EXPECT_EQ(route(1).requests.load(), 2u);
+  EXPECT_EQ(route(1).cpu_samples.load(), 1u) << "the second request is sampled";
 }
 
 TEST_F(RouteAccountingTest, CpuIsSampledOneInNPerRoute) {
   auto c = Open();
   const uint64_t n = 3 * kCpuSampleEvery;
   for (uint64_t i = 0; i < n; ++i) Get(*c, "/hello");
-  // Requests 0, N, 2N (and any a second after the previous sample: this loop
-  // takes far less).
+  // Requests 1, N+1, 2N+1 (and any a second after the previous sample: this
+  // loop takes far less); request 0 is the route's warm-up.
   EXPECT_GE(route(0).cpu_samples.load(), 3u);
   EXPECT_LE(route(0).cpu_samples.load(), 4u);
   EXPECT_EQ(route(0).requests.load(), n);
-  // Another route keeps its own count: its first request is sampled.
+  // Another route keeps its own count: its first request is warm-up, its
+  // second is sampled.
+  Get(*c, "/nope");
+  EXPECT_EQ(route(kOtherRoute).cpu_samples.load(), 0u);
   Get(*c, "/nope");
   EXPECT_EQ(route(kOtherRoute).cpu_samples.load(), 1u);
 }
