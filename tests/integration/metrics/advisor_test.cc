@@ -223,20 +223,26 @@ TEST_F(AdvisorTest, WaitingTrafficIsAdvisedAsync) {
   // run is for memory and thread errors, which the other advisor tests cover.
   GTEST_SKIP() << "CPU figures of a sanitizer build";
 #endif
+  // 1 s windows: each worker samples a route's CPU at least once a second, so
+  // a window read 2-3 s into the load holds a sample from every busy worker,
+  // taken after its warm-up. A 300 ms window often held none and fell back to
+  // the generation's samples: the workers' second requests, made all at once
+  // as the 8 clients connected, which read 135 us of CPU on average under a
+  // loaded CI host (25-30 us on a quiet one), past the CPU-heavy line.
   Sizing sizing;
-  sizing.interval = "300ms";
+  sizing.interval = "1s";
   ASSERT_NO_FATAL_FAILURE(StartAdvisor(sizing, "600ms"));
   ASSERT_NO_FATAL_FAILURE(SyncToStatsLine(Millis(0)));
   const size_t stats_before = Stats().size();
-  Load load(port(), 8, 120, "/sleep");  // >= 2.4 s of 20 ms waits
-  // Two full intervals inside the load.
-  WaitForStats(stats_before + 3, Millis(5000));
+  Load load(port(), 8, 200, "/sleep");  // >= 4 s of 20 ms waits
+  // Three full intervals inside the load.
+  WaitForStats(stats_before + 3, Millis(6000));
   auto [code, out] =
       Advise({"--advise", "http://127.0.0.1:" + std::to_string(port())});
   auto [code_c, out_c] = Advise({"--advise", "-c", ConfigWithPort()});
   std::optional<JsonValue> status = StatusJson();
   LoadResult done = load.Join();
-  EXPECT_EQ(done.statuses[200], 8 * 120) << done.failures;
+  EXPECT_EQ(done.statuses[200], 8 * 200) << done.failures;
 
   // --advise: route lines, then the summary, in the documented format.
   const std::regex route_re(
