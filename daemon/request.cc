@@ -30,6 +30,13 @@ std::string_view Request::QueryParam(std::string_view key) const {
   return {};
 }
 
+const PathParam* Request::FindParam(std::string_view name) const {
+  for (const PathParam& p : Params()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
 void Request::SetTarget(std::string_view raw_target) {
   target = raw_target;
   size_t q = raw_target.find('?');

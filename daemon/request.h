@@ -1,7 +1,10 @@
 // A parsed request, independent of the wire protocol (HTTP/1.1 or FastCGI).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +14,18 @@ struct Header {
   std::string_view name;
   std::string_view value;
 };
+
+// One capture of the matched route's pattern: `{id}` in "/items/{id}" names
+// it, the request's segment (percent-decoded once) is its value. The name
+// views the route's compiled pattern (valid for the generation); the value
+// views the request (valid as long as its other views).
+struct PathParam {
+  std::string_view name;
+  std::string_view value;
+};
+// Most wildcards one pattern may have (the config loader refuses more):
+// captures are an inline array, so routing never allocates.
+inline constexpr size_t kMaxPathParams = 8;
 
 // Views point into the connection's input buffer (or the codec's body buffer)
 // and are valid until the request is consumed. Handlers copy what they keep
@@ -27,12 +42,32 @@ struct Request {
   std::string_view body;
   bool keep_alive = true;
   bool is_head = false;
+  // The matched route's captures in pattern order, set by the router before
+  // the handler starts; none for an exact or prefix route.
+  std::array<PathParam, kMaxPathParams> params{};
+  uint8_t param_count = 0;
+  // The router's buffer for percent-decoded values (reused across requests:
+  // a request whose path needs no decoding never touches it).
+  std::string decoded;
 
   // Case-insensitive header lookup; empty when absent. O(n), n = header count.
   std::string_view FindHeader(std::string_view name) const;
   // Value of `key` in the query string (no percent-decoding); empty when
   // absent.
   std::string_view QueryParam(std::string_view key) const;
+  // The captures, in pattern order.
+  std::span<const PathParam> Params() const {
+    return {params.data(), param_count};
+  }
+  // The capture named `name`, or null when the route has none of that name.
+  // O(n), n <= kMaxPathParams.
+  const PathParam* FindParam(std::string_view name) const;
+  // The value of capture `name`; empty when absent (FindParam tells an empty
+  // `{rest...}` from an absent name).
+  std::string_view Param(std::string_view name) const {
+    const PathParam* p = FindParam(name);
+    return p ? p->value : std::string_view{};
+  }
   // Splits target into path and query.
   void SetTarget(std::string_view raw_target);
 };
