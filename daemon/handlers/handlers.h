@@ -1,6 +1,6 @@
 // The handler table: the one list of handler kinds a [[route]] can name.
 // Adding a handler = writing its file and adding one row to kHandlerTable
-// (handler_table.cc; the README's "Adding a handler" shows both).
+// (handler_table.cc; docs/handlers.md "Adding a handler" shows both).
 #pragma once
 
 #include <sys/types.h>

@@ -32,7 +32,7 @@
 #             from /status and their access logs; a control POST first shows the
 #             counter sees a POST that completes).
 # The figures (requests, failed, retried per phase) are printed at the end: they
-# are the ones in README.md "More than one host".
+# are the ones in docs/operations.md "More than one host".
 #
 # Timeouts the test shortens (everything else as shipped): proxy_read_timeout
 # 60s -> 2s and proxy_connect_timeout 5s -> 1s in gearbox-http.conf (the stop

@@ -220,6 +220,13 @@ drwxr-xr-x root:root - /usr/share/licenses/gearbox
 -rw-r--r-- root:root l /usr/share/licenses/gearbox/COPYING
 -rw-r--r-- root:root l /usr/share/licenses/gearbox/LICENSE
 -rw-r--r-- root:root d /usr/share/man/man8/gearboxd.8.gz"
+# The docs/ pages are %doc files, one per file in the tree's docs/.
+for page in "$root"/docs/*.md; do
+  expected+=$'\n'"-rw-r--r-- root:root d /usr/share/doc/gearbox/$(basename "$page")"
+done
+# Compared as sets of lines (sorted by path): rpm's listing order is not the point.
+expected=$(sort -k4 <<<"$expected")
+actual=$(sort -k4 <<<"$actual")
 if [[ "$actual" != "$expected" ]]; then
   diff <(echo "$expected") <(echo "$actual") >&2 || true
   fail "payload differs from the expected list (< expected, > actual)"

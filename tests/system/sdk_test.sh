@@ -7,7 +7,7 @@
 #        cc -shared -fPIC -I<include dir> timerwait.c -o libtimerwait.so
 #      and again with `pkg-config --cflags gearbox`, strict C99/C11, and a C++
 #      module (tests/modules/probe.cc) through gearbox/module.hpp;
-#   3. README's "Writing a module" example, extracted from README.md as
+#   3. docs/modules.md's example ("Writing a module"), extracted from it as
 #      written (greet.c, its build line, its TOML), built and loaded;
 #   4. the built modules loaded by gearboxd under every model (-t, then a run
 #      with real requests).
@@ -73,26 +73,26 @@ say "c++ -std=c++17 ... probe.cc (gearbox/module.hpp)"
 c++ -std=c++17 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags gearbox) probe.cc \
   -o libprobe.so
 
-# --- 3. README's example, as written ---------------------------------------------------
+# --- 3. docs/modules.md's example, as written ---------------------------------------------------
 # The fenced block right after "<!-- sdk_test: NAME -->".
 extract() {
   awk -v tag="<!-- sdk_test: $1 -->" '
     $0 == tag { armed = 1; next }
     armed && /^```/ { if (inside) exit; inside = 1; next }
-    inside { print }' "$root/README.md"
+    inside { print }' "$root/docs/modules.md"
 }
 extract greet.c > greet.c
 extract build > build.sh
 extract greet.toml > greet.toml
-[[ -s greet.c && -s build.sh && -s greet.toml ]] || fail "README's sdk_test blocks not found"
-say "README: $(cat build.sh)"
-bash -euo pipefail build.sh || fail "README's build line failed"
-[[ -f libgreet.so ]] || fail "README's build line made no libgreet.so"
+[[ -s greet.c && -s build.sh && -s greet.toml ]] || fail "docs/modules.md's sdk_test blocks not found"
+say "docs/modules.md: $(cat build.sh)"
+bash -euo pipefail build.sh || fail "docs/modules.md's build line failed"
+[[ -f libgreet.so ]] || fail "docs/modules.md's build line made no libgreet.so"
 cc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$inc" greet.c ||
-  fail "README's greet.c is not warning-free C11"
+  fail "docs/modules.md's greet.c is not warning-free C11"
 
 # --- 4. load them -----------------------------------------------------------------------
-# config MODEL: the README's TOML with its path pointed at the build, the
+# config MODEL: docs/modules.md's TOML with its path pointed at the build, the
 # examples, and one worker (so the greet counter is deterministic).
 config() {
   {
@@ -114,7 +114,7 @@ expect() {  # URL EXPECTED-BODY
 }
 for model in prefork threadpool async; do
   config "$model"
-  grep -q "path = \"$build/libgreet.so\"" "$model.toml" || fail "README's TOML has no module path to point at the build"
+  grep -q "path = \"$build/libgreet.so\"" "$model.toml" || fail "docs/modules.md's TOML has no module path to point at the build"
   "$GEARBOXD" -t -c "$model.toml" || fail "gearboxd -t rejects the built modules ($model)"
   : > "$model.log"  # exists before the background job opens it
   "$GEARBOXD" -c "$model.toml" >> "$model.log" 2>&1 &
@@ -134,10 +134,10 @@ for model in prefork threadpool async; do
   curl -s --max-time 5 "$base/probe?wait=readable" | grep -q '^wakes=start,ready+1r$' ||
     fail "the C++ module's fd wait ($model)"
   grep -q 'event=greet_ready module=greet worker=0 gen=1 msg="worker 0"' "$model.log" ||
-    fail "README's module did not log through gearboxd ($model)"
+    fail "docs/modules.md's module did not log through gearboxd ($model)"
   kill -TERM "${pids[-1]}"
   wait "${pids[-1]}" || fail "gearboxd ($model) did not stop cleanly"
   unset 'pids[-1]'
-  say "$model: README's greet, hello, timerwait and probe built out of tree: served"
+  say "$model: docs/modules.md's greet, hello, timerwait and probe built out of tree: served"
 done
 say "PASS"

@@ -281,7 +281,7 @@ for model in threadpool async; do
   sleep 2
   # Straight to the socket: through nginx, the request that crashed the process
   # on a cached upstream connection is retried on the restarted one, and crashes
-  # it a second time (README: limits and failure behaviour).
+  # it a second time (docs/limits.md).
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
     --unix-socket /run/gearbox/http.sock http://localhost/crash) || true
   wait "$wrk_pid" || { cat "/root/wrk-crash-$model.out"; fail "wrk failed"; }
