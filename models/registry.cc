@@ -3,10 +3,10 @@
 // drop the object.
 #include <array>
 
-#include "models/async_model.h"
+#include "models/async/async_model.h"
 #include "models/model.h"
-#include "models/prefork_model.h"
-#include "models/thread_pool_model.h"
+#include "models/prefork/prefork_model.h"
+#include "models/threadpool/thread_pool_model.h"
 
 namespace gearbox {
 namespace {

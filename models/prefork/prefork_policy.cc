@@ -1,0 +1,179 @@
+#include "models/prefork/prefork_policy.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace gearbox {
+namespace {
+
+// How long a keep-alive connection must have been idle before it is given up
+// for a waiting client. nginx reuses a cached upstream connection within
+// microseconds under load; closing one it may be writing to turns a POST
+// into a 502.
+constexpr std::chrono::milliseconds kHandoffGrace{20};
+
+// The most held connections WaitIdle polls beside its own (HeldConnections
+// holds at most kHeldPerChild + 1).
+constexpr size_t kMaxHeldPolled = 32;
+
+ReadWait FromWait(bool ready, bool interrupted) {
+  if (interrupted) return ReadWait::kInterrupted;
+  return ready ? ReadWait::kReadable : ReadWait::kTimedOut;
+}
+
+}  // namespace
+
+bool PreforkPolicy::Parking() const {
+  return o_.park_heads_after.count() > 0 &&
+         !(o_.draining && o_.draining->load(std::memory_order_relaxed));
+}
+
+// True when a listener has a connection waiting to be accepted (one poll()).
+bool PreforkPolicy::ListenerPending() const {
+  pollfd fds[8];
+  size_t n = std::min<size_t>(o_.waiting_fds.size(), 8);
+  for (size_t i = 0; i < n; ++i) fds[i] = {o_.waiting_fds[i], POLLIN, 0};
+  return n > 0 && poll(fds, n, 0) > 0;
+}
+
+// True when another child is alive and holds no connection. O(workers) scan
+// of the shared slots; workers <= 1024, and only when a client waits.
+bool PreforkPolicy::FreeSibling() const {
+  if (!o_.siblings) return false;
+  for (size_t i = 0; i < o_.sibling_count; ++i) {
+    if (i == o_.self_slot) continue;
+    const WorkerStats& s = o_.siblings->Slot(i);
+    if (s.pid.load(std::memory_order_relaxed) != 0 &&
+        s.open_conns.load(std::memory_order_relaxed) == 0)
+      return true;
+  }
+  return false;
+}
+
+bool PreforkPolicy::CloseAfterResponse() {
+  // With a guard to hold it, the connection is not given up but parked once
+  // idle (see WaitIdle): nothing to announce.
+  if (Parking()) return false;
+  return !o_.waiting_fds.empty() && ListenerPending() && !FreeSibling();
+}
+
+ReadWait PreforkPolicy::WaitReadable(BlockingConnection& c,
+                                     const Interest& interest) {
+  gave_way_to_handback_ = false;
+  switch (c.conn.phase()) {
+    case Phase::kIdle:
+      return WaitIdle(c, interest.deadline);
+    case Phase::kFresh:
+    case Phase::kHead:
+      return WaitHead(c, interest.deadline);
+    default: {
+      bool eintr = false;
+      bool ready = WaitFor(c.fd, POLLIN, interest.deadline, &eintr);
+      return FromWait(ready, eintr);
+    }
+  }
+}
+
+// A new client normally sends its head right after connecting; one that has
+// not within the grace goes to the head guard, with the whole head due by the
+// deadline it started with.
+ReadWait PreforkPolicy::WaitHead(BlockingConnection& c,
+                                 Clock::time_point deadline) {
+  Clock::time_point until = deadline;
+  const bool parking = Parking();
+  if (parking) {
+    until = std::min(deadline, c.conn.head_started() + o_.park_heads_after);
+  }
+  bool eintr = false;
+  if (WaitFor(c.fd, POLLIN, until, &eintr)) {
+    return eintr ? ReadWait::kInterrupted : ReadWait::kReadable;
+  }
+  if (parking && Clock::now() < deadline) return ReadWait::kPark;
+  return ReadWait::kTimedOut;
+}
+
+void PreforkPolicy::WillWait() {
+  if (o_.held && !o_.held->empty() && Parking()) o_.held->ParkAll();
+}
+
+// Holds the connection, but gives a keep-alive one up when another client
+// waits, or when one of the connections the child holds has a request. The
+// grace is staggered by slot so that one waiting client makes one child (not
+// all of them) give up its connection.
+ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
+                                 Clock::time_point deadline) {
+  // [this connection, the held ones, the waiting fds]
+  pollfd fds[1 + kMaxHeldPolled + 8];
+  size_t n = 0;
+  fds[n++] = {c.fd, POLLIN, 0};
+  if (o_.held) {
+    for (int fd : o_.held->fds())
+      if (n < 1 + kMaxHeldPolled) fds[n++] = {fd, POLLIN, 0};
+  }
+  const size_t first_waiting = n;
+  for (size_t i = 0; i < o_.waiting_fds.size() && i < 8; ++i)
+    fds[n++] = {o_.waiting_fds[i], POLLIN, 0};
+  // A parked connection stays open (the guard reads whatever the peer sends
+  // next), so parking needs no grace; closing one does.
+  const bool parking = Parking();
+  const Clock::time_point handoff_after =
+      parking ? Clock::now()
+              : Clock::now() + kHandoffGrace +
+                    std::chrono::milliseconds(
+                        5 * std::min<size_t>(o_.self_slot, 16));
+  for (;;) {
+    // A held connection that times out makes this one give way too: the
+    // child's loop expires it.
+    const Clock::time_point until =
+        o_.held ? std::min(deadline, o_.held->earliest()) : deadline;
+    int r = poll(fds, n, MillisUntil(until));
+    if (r < 0)
+      return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
+    if (r == 0) {
+      // Its own deadline first: an expired held connection served by the
+      // child's loop must not give way to another expired one.
+      if (Clock::now() >= deadline) return ReadWait::kTimedOut;
+      return ReadWait::kPark;
+    }
+    if (fds[0].revents) return ReadWait::kReadable;
+    int held = -1;  // the first held connection with a request
+    for (size_t i = 1; i < first_waiting && held < 0; ++i)
+      if (fds[i].revents) held = fds[i].fd;
+    bool waiting = false;   // this poll saw a client wait (no second poll)
+    bool listener = false;  // ... on a listener, not (only) the hand-back
+    for (size_t i = first_waiting; i < n; ++i) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      waiting = true;
+      listener |= fds[i].fd != o_.handback_fd;
+    }
+    // A free child will take the newcomer, or this connection has been idle
+    // only briefly (the peer may be about to reuse it: closing now would race
+    // its next request): keep it.
+    const bool give_way =
+        waiting && !FreeSibling() && Clock::now() >= handoff_after;
+    if (held >= 0 && (held_turn_ || !give_way)) {
+      // The child serves the held connection next; this one is held.
+      ready_held_ = held;
+      held_turn_ = false;
+      return ReadWait::kPark;
+    }
+    if (give_way) {
+      // A new client is queued: hold this kept-alive connection (the child,
+      // or the guard, which holds it until its next request: Apache's event
+      // MPM idea, in processes), or without a guard close it.
+      held_turn_ = true;
+      gave_way_to_handback_ = !listener;
+      return parking ? ReadWait::kPark : ReadWait::kGiveUp;
+    }
+    // Look again shortly at this connection and the held ones (the waiting
+    // fds stay readable until a sibling takes the client).
+    if (poll(fds, first_waiting, std::min(5, MillisUntil(until))) > 0 &&
+        fds[0].revents)
+      return ReadWait::kReadable;
+    if (Clock::now() >= deadline) return ReadWait::kTimedOut;
+  }
+}
+
+}  // namespace gearbox

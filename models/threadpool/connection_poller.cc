@@ -1,0 +1,250 @@
+#include "models/threadpool/connection_poller.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/logging.h"
+#include "models/accept_util.h"
+
+namespace gearbox {
+namespace {
+
+constexpr uint64_t kListenerTag = 1ull << 63;
+constexpr uint64_t kWakeTag = 1ull << 62;
+// A worker busy this long on one turn without saying it blocks gives its
+// seat to a follower. A fast request takes microseconds; a CPU-heavy one
+// may keep its core.
+constexpr std::chrono::milliseconds kSeatRetake{2};
+
+}  // namespace
+
+ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
+                                   const std::atomic<bool>& draining)
+    : ctx_(ctx), queue_(queue), draining_(draining) {
+  // No router: the poller never starts a request, a worker does.
+  env_.cycle = {nullptr, &ctx.stats->Slot(0), ctx.request_log.get(), 0};
+  env_.limits = &ctx.config.limits;
+  env_.draining = &draining;
+  env_.request = &request_;
+  env_.response = &response_;
+}
+
+ConnectionPoller::~ConnectionPoller() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status ConnectionPoller::Init() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0)
+    return Status::Error(std::string("epoll_create1: ") + strerror(errno));
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0)
+    return Status::Error(std::string("eventfd: ") + strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (Status s = queue_.Init(wake_fd_); !s.ok()) return s;
+  return SetListening(true);
+}
+
+void ConnectionPoller::StartThread() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ConnectionPoller::Wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;
+}
+
+void ConnectionPoller::WaitDrainAcknowledged() {
+  Wake();
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(1);
+  while (!acknowledged_.load() && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void ConnectionPoller::Stop() {
+  stop_.store(true);
+  Wake();
+  if (thread_.joinable()) thread_.join();
+  taken_.clear();
+  queue_.TakeParked(taken_);
+  for (BlockingConnection* c : taken_) {
+    c->conn.Attach(&env_);
+    c->conn.Abort(CloseReason::kDrain);
+    Finish(c);
+  }
+  taken_.clear();
+}
+
+Status ConnectionPoller::SetListening(bool on) {
+  for (size_t i = 0; i < ctx_.listeners->size(); ++i) {
+    int fd = (*ctx_.listeners)[i].fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenerTag | i;
+    int rc = epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
+    if (rc != 0 && on) {
+      return Status::Error("epoll_ctl(ADD, fd=" + std::to_string(fd) +
+                           "): " + strerror(errno));
+    }
+  }
+  listening_ = on;
+  return Status::Ok();
+}
+
+// Backpressure: at max_connections stop accepting; the kernel backlog
+// absorbs the burst until connections close.
+void ConnectionPoller::AdjustListening() {
+  if (drain_seen_) return;
+  const bool at_cap = open() >= ctx_.config.limits.max_connections;
+  const bool paused = Clock::now() < accept_paused_until_;
+  if ((at_cap || paused) && listening_) SetListening(false);
+  if (!at_cap && !paused && !listening_) SetListening(true);
+}
+
+// Stop accepting; idle keep-alive clients are closed at once.
+void ConnectionPoller::OnDrain() {
+  drain_seen_ = true;
+  if (listening_) SetListening(false);
+  ShortenIdleParked();
+  acknowledged_.store(true);
+}
+
+void ConnectionPoller::Loop() {
+  std::vector<epoll_event> events(256);
+  while (!stop_.load()) {
+    if (draining_.load() && !drain_seen_) OnDrain();
+    AdjustListening();
+    int timeout_ms = NextExpiryMs();
+    // Not listening (at the cap), or draining: look again soon. A draining
+    // pass gives idle connections parked since the last one the drain's
+    // deadline.
+    if (!listening_) timeout_ms = std::min(timeout_ms, 50);
+    // Followers asleep and a seated worker busy on a turn: it may get stuck
+    // there (a handler blocking on its own): look every millisecond.
+    if (queue_.RetakeSeats(kSeatRetake)) timeout_ms = std::min(timeout_ms, 1);
+    int n = epoll_wait(epoll_fd_, events.data(),
+                       static_cast<int>(events.size()), timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      LogError("epoll_wait_failed", "epfd={} error={}", epoll_fd_,
+               LogQuote(strerror(errno)));
+      continue;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = events[static_cast<size_t>(i)].data.u64;
+      if (tag == kWakeTag) {
+        uint64_t v;
+        ssize_t r = read(wake_fd_, &v, sizeof(v));
+        (void)r;
+      } else if (tag & kListenerTag) {
+        if (listening_) AcceptFrom(tag & ~kListenerTag);
+      }
+    }
+    if (drain_seen_) ShortenIdleParked();
+    ExpireParked();
+  }
+}
+
+void ConnectionPoller::AcceptFrom(size_t index) {
+  const Listener& l = (*ctx_.listeners)[index];
+  for (int batch = 0; batch < 64; ++batch) {
+    if (open() >= ctx_.config.limits.max_connections) return;
+    AcceptError error;
+    int fd = AcceptConnection(l.fd, error);
+    if (fd < 0) {
+      if (error == AcceptError::kExhausted) {
+        // Out of descriptors: stop watching the listeners for a moment.
+        SetListening(false);
+        accept_paused_until_ = Clock::now() + kAcceptPause;
+      }
+      return;
+    }
+    Bump(env_.cycle.stats->accepted);
+    open_.fetch_add(1, std::memory_order_relaxed);
+    auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
+    c->conn.Attach(&env_);
+    c->conn.Accepted(Clock::now(), 0);
+    Dispatch(c);
+  }
+}
+
+// Queue the connection for a worker, or refuse it with 503 when the queue is
+// full: overload is explicit and memory stays bounded.
+void ConnectionPoller::Dispatch(BlockingConnection* c) {
+  if (queue_.Push(c)) return;
+  c->conn.Attach(&env_);
+  c->conn.Refuse();
+  Finish(c);
+}
+
+void ConnectionPoller::Finish(BlockingConnection* c) {
+  if (c->registered) queue_.Forget(c);
+  SendAndForget(c->fd, c->conn.pending_out());
+  CloseBlocking(*c);
+  delete c;
+  open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// A parked connection no worker holds, parked again after the machine had a
+// look (Next() sees the drain): closed if it says so.
+void ConnectionPoller::Repark(BlockingConnection* c) {
+  c->conn.Attach(&env_);
+  if (c->conn.Next(Clock::now()).kind == Interest::Kind::kClose) {
+    Finish(c);
+    return;
+  }
+  if (!queue_.ParkFromPoller(c)) {
+    c->conn.Abort(CloseReason::kError);
+    Finish(c);
+  }
+}
+
+// Until the earliest parked deadline, at most a second: workers park with
+// later deadlines, and wake the poller when one is earlier.
+int ConnectionPoller::NextExpiryMs() {
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point next =
+      queue_.NextDeadline(now + std::chrono::seconds(1));
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 1000));
+}
+
+// The deadline of a parked connection: header/body timeout for a request in
+// progress, header_timeout for a fresh connection, idle_timeout between
+// requests. It was attached to the worker that parked it: count here.
+void ConnectionPoller::ExpireParked() {
+  const Clock::time_point now = Clock::now();
+  taken_.clear();
+  queue_.TakeExpired(now, taken_);
+  for (BlockingConnection* c : taken_) {
+    c->conn.Attach(&env_);
+    c->conn.DeadlinePassed(now);
+    Finish(c);  // with the 408 it may be owed
+  }
+  taken_.clear();
+}
+
+// Idle ones get the machine's drain deadline (drain_idle_timeout); mid-request
+// or fresh ones (accepted, first request not here yet) keep theirs: let them
+// finish, or time out.
+void ConnectionPoller::ShortenIdleParked() {
+  taken_.clear();
+  queue_.TakeIdleParked(taken_);
+  for (BlockingConnection* c : taken_) {
+    Repark(c);
+    queue_.Done();
+  }
+  taken_.clear();
+}
+
+}  // namespace gearbox
