@@ -295,7 +295,7 @@ struct ModelSection {
   std::optional<SectionComplaint> (*settle)(Config* config) = nullptr;
 };
 
-// A pool's ceiling defaults to its minimum (a static pool, as before) and
+// A pool's ceiling defaults to its minimum (a static pool) and
 // may not be below it.
 std::optional<SectionComplaint> SettleMax(std::string_view min_key, int min,
                                           std::string_view max_key, int* max) {

@@ -1,4 +1,4 @@
-// The model seam: how requests get workers. One file per model, one table
+// The model seam: how requests get workers. One folder per model, one table
 // (registry.cc) that lists them. A model never learns which handler it runs.
 #pragma once
 
@@ -64,7 +64,8 @@ class Model {
   // generations (old draining, new serving) may coexist. Safe to call from any
   // thread, once.
   virtual void Drain(Deadline deadline) = 0;
-  // Busy and total workers (threads, children, loops), for the stats line.
+  // The pool's current size in workers (threads, children, loops), for the
+  // stats line; busy ones count themselves in their stats slots.
   virtual int TotalWorkers() const = 0;
 
  private:

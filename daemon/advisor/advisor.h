@@ -26,9 +26,8 @@ namespace gearbox::advisor {
 
 // --- known costs (measured by tests/bench on the 2-core reference machine) --
 // Server CPU per /hello request, direct, c=64: the I/O and hand-off each model
-// adds to every request. The full bench on main 873ac31 measured async-1
-// 4.4-4.7 us, threadpool-64 4.9 and prefork-8 13.5 (profile.sh on the same
-// build: threadpool-64 6.2, prefork-8 15.1). kAsyncCostUs enters the loop
+// adds to every request, rounded up from the bench's and profile.sh's
+// figures (tests/bench/results keeps them). kAsyncCostUs enters the loop
 // load; the other two are quoted in a light route's `why`.
 inline constexpr double kAsyncCostUs = 6;
 inline constexpr double kThreadpoolCostUs = 7;

@@ -7,11 +7,11 @@
 //             handler until T, write (until T once the socket is full),
 //             hand the head over, close with a reason.
 //
-// It decides everything a model used to decide on its own: header, body, idle
-// and send timeouts (408 where the client may read it), 400/413/431/505 from
-// the codec, 503 refusals, keep-alive or close, pipelining order, draining,
-// and every counter. A model only waits (poll, epoll, libevent) and chooses
-// who runs the connection (Redis's ae.c and ae_epoll.c split).
+// It decides everything about a connection, so no model does: header, body,
+// idle and send timeouts (408 where the client may read it), 400/413/431/505
+// from the codec, 503 refusals, keep-alive or close, pipelining order,
+// draining, and every counter. A model only waits (poll, epoll, libevent) and
+// chooses who runs the connection (Redis's ae.c and ae_epoll.c split).
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,8 @@
 // The model-independent part of serving one parsed request: route it, start the
 // exchange, and turn the finished response into bytes with the counters,
-// latency histograms and optional request log updated. Both the blocking driver
-// and the async model use it, so every model answers and counts the same way.
+// latency histograms and optional request log updated. The connection state
+// machine (connection.h) is its one caller, so every model answers and counts
+// the same way.
 #pragma once
 
 #include <chrono>
@@ -94,9 +95,9 @@ inline std::unique_ptr<Exchange> BeginRequest(
   // routes would otherwise always land on the same one. A route's first
   // request in a worker is never sampled: it pays the worker's warm-up (page
   // faults on copied-on-write pages, first allocations), once, not per
-  // request. Counted, it read 209 us for a 20 ms sleep in a fresh prefork
-  // child, and the advisor called the route CPU-heavy; a pool that grows
-  // under load would add such samples just when the figures matter.
+  // request, and would make a waiting route look CPU-heavy to the advisor;
+  // a pool that grows under load would add such samples just when the
+  // figures matter.
   RouteCounters& counters = stats.routes[route.id];
   const uint64_t started = counters.started.load(std::memory_order_relaxed);
   counters.started.store(started + 1, std::memory_order_relaxed);

@@ -40,9 +40,9 @@ std::chrono::nanoseconds CoarseNow() {
 // CLOCK_MONOTONIC_COARSE and the path of a request it starts is kept; a
 // callback past the threshold is logged and counted after it returns, with
 // that path ("-" when it started none: a waiting handler resumed, an
-// accept). The coarse clock is a plain vDSO memory read (19 ns here, on a
-// VM where a steady_clock read costs 90 ns) with the kernel tick's
-// resolution (4 ms at HZ=250): plenty for a threshold of 100 ms. Off
+// accept). The coarse clock is a plain vDSO memory read, cheaper than a
+// steady_clock read, with the kernel tick's resolution (a few ms): plenty
+// for a threshold of 100 ms. Off
 // (stall_threshold = "0s"), one predictable branch per callback.
 template <typename Fn>
 void AsyncLoop::Timed(Fn&& callback) {

@@ -32,7 +32,7 @@ class HeadGuard {
   // Creates the two channels (owned by the master, so that a guard or child
   // that dies can be replaced). Returns null with `error` set when they cannot
   // be made or cannot carry a whole request head (prefork then runs without a
-  // guard, as before).
+  // guard: children keep slow heads themselves).
   static std::unique_ptr<HeadGuard> Create(const Listeners& listeners,
                                            const LimitsConfig& limits,
                                            std::string* error);

@@ -31,12 +31,10 @@ std::atomic<bool> g_retire{false};
 
 // How long a request head may take to arrive before the child parks the
 // connection with the master's head guard. Clients (nginx too) send the head
-// right after connecting, so this only catches slow ones; and it is what a
-// crowd of slowloris connections costs: 200 of them take 4 children ~250 ms
-// to sort out, instead of pinning them for header_timeout each. Tried: no
-// grace at all while other clients wait in the accept queue. Under wrk load
-// half of all (healthy) connections had no bytes yet at accept, went through
-// the guard, and throughput fell 15%; with the grace, 1 in 10,000 does.
+// right after connecting, so this only catches slow ones, and it bounds what
+// a slowloris connection costs a child (this grace, not header_timeout). The
+// trade-off: without any grace, a healthy connection accepted a moment before
+// its bytes arrive would take the detour through the guard under load.
 constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 
 // Idle kept-alive connections a child holds beside the one it serves, once a
@@ -126,10 +124,9 @@ void ChildLoop::SetUp() {
   sigaction(SIGUSR1, &retire, nullptr);          // no SA_RESTART: poll() wakes
   if (getppid() == 1) _exit(kChildSetupFailed);  // master already gone
   // A child sleeps through one handler wait at a time, so the kernel's default
-  // 50 us timer slack is 5% of a 1 ms wait, and of the child's throughput
-  // (prefork-8 /sleep?ms=1 c=256: 7.1k -> 7.4k req/s). Threadpool threads keep
-  // the default: 64 threads waking one by one measured slower (57k -> 54k)
-  // than the coalesced wake-ups.
+  // 50 us timer slack is 5% of a 1 ms wait, and of the child's throughput.
+  // Threadpool threads keep the default: with dozens of threads, coalesced
+  // wake-ups are worth more than each thread's punctuality.
   prctl(PR_SET_TIMERSLACK, 1UL);
 
   stats_.pid.store(getpid());

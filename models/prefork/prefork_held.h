@@ -1,7 +1,7 @@
 // The idle kept-alive connections a prefork child holds beside the one it
-// serves. Under load (a client waits and no sibling is free) a child used to
-// give every idle connection to the head guard and take the next ready one
-// back: two SCM_RIGHTS messages, two closes and two epoll_ctl per request
+// serves. Under load (a client waits and no sibling is free), giving every
+// idle connection to the head guard and taking the next ready one back would
+// cost two SCM_RIGHTS messages, two closes and two epoll_ctl per request
 // between the processes. Holding a few itself, polled with its listeners, the
 // child answers the next request on any of them with one poll, as an event
 // loop would. The guard still takes what does not fit, and every held

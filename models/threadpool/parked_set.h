@@ -7,7 +7,8 @@
 // or a silent close) without a worker.
 //
 // Edge-triggered, added once: parking again costs no system call (an
-// EPOLLONESHOT re-arm was one epoll_ctl per request, under the queue's lock).
+// EPOLLONESHOT re-arm would be one epoll_ctl per request, under the queue's
+// lock).
 // An edge names its connection's slot; when it comes while the connection is
 // not parked (a worker serves it, it is queued, the poller holds it), the
 // slot remembers it, and the next Arm() says the connection is ready instead

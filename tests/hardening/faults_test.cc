@@ -408,10 +408,9 @@ TEST_F(FaultTest, GarbageBurstIsRejectedCountedAndSurvived) {
         std::mt19937_64 rng(seed + static_cast<uint64_t>(i));
         const std::string bytes = Garbage(i, rng);
         GarbageOutcome o = SendGarbage(port(), bytes);
-        // Since issue 14 the giant kinds each have one right answer (they
-        // all used to get 431): a request-target too long gets 414 (RFC 9112
-        // 3: MUST), a method too long 501 (RFC 9112 3: SHOULD), a header
-        // line too long 431.
+        // The giant kinds each have one right answer: a request-target too
+        // long gets 414 (RFC 9112 3: MUST), a method too long 501 (RFC 9112
+        // 3: SHOULD), a header line too long 431.
         const bool giant_target = i % 6 == 3;
         const bool giant_method = i % 6 == 4 && bytes[0] == 'A';
         const bool giant_field = i % 6 == 4 && bytes[0] != 'A';
