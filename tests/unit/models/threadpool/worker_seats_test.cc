@@ -14,7 +14,7 @@ namespace {
 constexpr auto kNever = Clock::time_point::max();
 
 TEST(WorkerSeatsTest, AtMostNHoldASeatAndAReleaseWakesAFollower) {
-  WorkerSeats seats(2, 3);
+  WorkerSeats seats(2, 4);
   bool idle = false;
   ASSERT_TRUE(seats.Acquire(0, kNever, &idle));
   ASSERT_TRUE(seats.Acquire(1, kNever, &idle));
@@ -24,8 +24,17 @@ TEST(WorkerSeatsTest, AtMostNHoldASeatAndAReleaseWakesAFollower) {
     seated = seats.Acquire(2, kNever, &i);
   });
   while (seats.followers() == 0) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(seated) << "both seats are held";
+  // A second follower that gives up after 20 ms. It takes the seats' lock
+  // after the first one has looked for a free seat and gone to sleep (the
+  // count rises under that lock), so its deadline passing proves that the
+  // first follower waited 20 ms too, with both seats held, and got none.
+  bool gave_up = false;
+  EXPECT_FALSE(
+      seats.Acquire(3, Clock::now() + std::chrono::milliseconds(20), &gave_up))
+      << "both seats are held";
+  EXPECT_TRUE(gave_up);
+  EXPECT_FALSE(seats.held(2)) << "both seats are held";
+  EXPECT_FALSE(seated);
   seats.Release(1);
   follower.join();
   EXPECT_TRUE(seated);
