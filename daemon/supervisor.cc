@@ -150,7 +150,6 @@ class Supervisor {
     info.live.push_back(gen->stats);
     info.route_names = RouteNames(config.routes);
     info.cores = cores_;
-    info.request_timeout = config.limits.request_timeout;
     info.workers = MostWorkers(config);
     gen->route_names = info.route_names;
     routes->modules = gen->modules;

@@ -10,6 +10,7 @@
 
 #include "daemon/handlers/handlers.h"
 #include "daemon/handlers/postgres/conninfo.h"
+#include "daemon/handlers/postgres/route_params.h"
 
 namespace gearbox {
 
@@ -76,7 +77,19 @@ constexpr HandlerKind kHandlerTable[] = {
                          &postgres::CheckQuery),
       StringListParam("params",
                       "Query-string arguments bound to $1..$N, in order"),
-      IntParam("pool", 4, 1, 1024, "Connections per worker")}},
+      IntParam("pool", 4, 1, 1024, "Connections per worker"),
+      IntParam("max_rows", 10000, 1, kNoMax,
+               "Rows a result may have; more is cut off with 502"),
+      IntParam("max_bytes", 8 << 20, 1, kNoMax,
+               "Bytes the JSON of a result may take; more is cut off with 502"),
+      CheckedStringParam("connect_timeout", "2s",
+                         "How long opening a connection may take (wins over "
+                         "the dsn's)",
+                         &postgres::CheckConnectTimeout),
+      CheckedStringParam("int8", "number",
+                         "int8 and numeric as JSON \"number\" or \"string\" "
+                         "(exact past 2^53)",
+                         &postgres::CheckInt8)}},
     {"crash",
      GEARBOX_FACTORY(MakeCrashHandler),
      "aborts the process, to show what clients see when a worker dies",

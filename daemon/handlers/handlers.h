@@ -36,10 +36,6 @@ struct ServerInfo {
   // per-route figures are shown under.
   std::vector<std::string> route_names;
   int cores = 1;  // the machine's, for the advice in /status
-  // [limits] request_timeout: the deadline of a route without `timeout`
-  // (RouteTimeout(route, limits) in config/config.h), for handlers that
-  // bound their own waits by it.
-  Duration request_timeout = std::chrono::seconds(50);
   // How many instances of each handler the generation builds at most (one
   // per worker), and which one this is (0-based; set by the Router): a
   // handler that owns backend connections logs its budget once, from

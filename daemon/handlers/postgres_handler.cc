@@ -6,12 +6,11 @@
 #include "daemon/handlers/handlers.h"
 #include "daemon/handlers/postgres/conninfo.h"
 #include "daemon/handlers/postgres/pg_exchange.h"
+#include "daemon/handlers/postgres/route_params.h"
 #include "daemon/logging.h"
 
 namespace gearbox {
 namespace {
-
-using postgres::Clock;
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -64,9 +63,14 @@ class PostgresHandler final : public Handler {
       : pool_(route.params.Text("dsn"),
               postgres::RedactConninfo(route.params.Text("dsn")), route.path,
               static_cast<int>(route.params.Int("pool"))),
-        params_(route.params.List("params")),
-        timeout_(route.timeout.value_or(info.request_timeout)) {
+        params_(route.params.List("params")) {
     route_.query = route.params.Text("query");
+    route_.max_rows = route.params.Int("max_rows");
+    route_.max_bytes = route.params.Int("max_bytes");
+    route_.connect_timeout =
+        postgres::ConnectTimeout(route.params.Text("connect_timeout"));
+    route_.json.big_numbers_as_strings =
+        postgres::Int8AsString(route.params.Text("int8"));
     route_.nparams = static_cast<int>(params_.size());
     route_.connections_max = info.workers * pool_.size();
     route_.check_budget = true;
@@ -87,8 +91,8 @@ class PostgresHandler final : public Handler {
       if (!raw) return MissingParam(name);
       values.push_back(FormDecode(*raw));
     }
-    return std::make_unique<postgres::PgExchange>(
-        &pool_, &route_, std::move(values), Clock::now() + timeout_);
+    return std::make_unique<postgres::PgExchange>(&pool_, &route_,
+                                                  std::move(values));
   }
 
  private:
@@ -105,7 +109,6 @@ class PostgresHandler final : public Handler {
   postgres::PgPool pool_;
   postgres::PgRoute route_;
   const std::vector<std::string> params_;
-  const Duration timeout_;
 };
 
 }  // namespace

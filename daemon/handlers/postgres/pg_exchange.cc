@@ -1,18 +1,14 @@
 #include "daemon/handlers/postgres/pg_exchange.h"
 
 #include <pthread.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <set>
 
 #include "daemon/handlers/postgres/pg_cancel.h"
-#include "daemon/handlers/postgres/pg_json.h"
 #include "daemon/logging.h"
 
 namespace gearbox::postgres {
@@ -21,32 +17,15 @@ namespace {
 // Each connection prepares its route's one statement under this name.
 constexpr char kStatement[] = "gearbox";
 
+// A wait the exchange does not bound itself: the request deadline (the
+// connection state machine's) ends it first.
+constexpr std::chrono::microseconds kUntilRequestDeadline =
+    std::chrono::hours(24 * 365);
+
 struct ResultFree {
   void operator()(PGresult* r) const { PQclear(r); }
 };
 using Result = std::unique_ptr<PGresult, ResultFree>;
-
-// A failure's body: {"error": what, "sqlstate": "42P01"} (sqlstate when the
-// server sent one). Never the query or the server's message, which may
-// quote data; those go to the log.
-Step Failure(Response& response, int status, const char* what,
-             const char* sqlstate = nullptr) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.StartObject();
-  writer.Key("error");
-  writer.String(what);
-  if (sqlstate && *sqlstate) {
-    writer.Key("sqlstate");
-    writer.String(sqlstate);
-  }
-  writer.EndObject();
-  response.status = status;
-  response.content_type = "application/json";
-  response.body.assign(buffer.GetString(), buffer.GetSize());
-  response.body += '\n';
-  return Step::Done();
-}
 
 const char* PhaseName(int phase) {
   static constexpr const char* kNames[] = {
@@ -54,15 +33,23 @@ const char* PhaseName(int phase) {
   return kNames[phase];
 }
 
+const char* Sqlstate(const PGresult* result) {
+  const char* code =
+      result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  return code ? code : "";
+}
+
+std::string ServerMessage(const PGresult* result, const PGconn* conn) {
+  const char* primary =
+      result ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  return primary ? primary : ErrorMessage(conn);
+}
+
 }  // namespace
 
 PgExchange::PgExchange(PgPool* pool, PgRoute* route,
-                       std::vector<std::string> values,
-                       Clock::time_point deadline)
-    : pool_(pool),
-      route_(route),
-      values_(std::move(values)),
-      deadline_(deadline) {}
+                       std::vector<std::string> values)
+    : pool_(pool), route_(route), values_(std::move(values)) {}
 
 PgExchange::~PgExchange() {
   StopWaiting();
@@ -71,7 +58,10 @@ PgExchange::~PgExchange() {
 }
 
 Step PgExchange::Resume(const Wake& wake, Response& response) {
-  if (wake.why == Wake::Why::kDeadline) return TimedOut(response);
+  if (wake.why == Wake::Why::kDeadline) {
+    // Only a connect is timed here (every other wait is unbounded).
+    return ConnectTimedOut(response);
+  }
   switch (phase_) {
     case Phase::kAcquire:
       return Acquire(response);
@@ -93,13 +83,14 @@ Step PgExchange::Resume(const Wake& wake, Response& response) {
 }
 
 Step PgExchange::Acquire(Response& response) {
-  const PgPool::Lease lease = pool_->Acquire(Clock::now());
+  const Clock::time_point now = Clock::now();
+  const PgPool::Lease lease = pool_->Acquire(now);
   if (lease.outcome == PgPool::Outcome::kFull) {
     // Under async other exchanges hold every connection: queue for one
     // (never under a blocking model: one exchange per worker).
-    pool_->Enqueue(&waiter_);
+    if (!pool_->Enqueue(&waiter_)) return Fail(response, kNoResources);
     phase_ = Phase::kWaitPool;
-    return Step::WaitFds({{waiter_.fd, kFdReadable}}, Remaining());
+    return Step::WaitFds({{waiter_.fd, kFdReadable}}, kUntilRequestDeadline);
   }
   slot_ = lease.slot;
   switch (lease.outcome) {
@@ -107,16 +98,15 @@ Step PgExchange::Acquire(Response& response) {
       return NextCommand(response);
     case PgPool::Outcome::kConnect:
       phase_ = Phase::kConnect;
+      connect_deadline_ = now + route_->connect_timeout;
       // libpq: after PQconnectStart, act as if PQconnectPoll said WRITING.
       return WaitSocket(kFdWritable, response);
     case PgPool::Outcome::kBackoff:
       // Logged by the failed attempt (PgPool::ConnectFailed); the 502s it
       // causes are counted per route by status.
-      return Failure(response, 502, "database unreachable");
-    default:
-      LogError("postgres_connect_failed", "route={} error=\"out of memory\"",
-               LogQuote(pool_->route()));
-      return Failure(response, 502, "database unreachable");
+      return Fail(response, kUnreachable);
+    default:  // kNoResources, logged by the pool
+      return Fail(response, kNoResources);
   }
 }
 
@@ -129,9 +119,17 @@ Step PgExchange::Connect(Response& response) {
     case PGRES_POLLING_OK:
       break;
     default: {
-      pool_->ConnectFailed(slot_, Clock::now(), ErrorMessage(slot_->conn));
+      const std::string error = ErrorMessage(slot_->conn);
+      if (OutOfDescriptors(error)) {
+        pool_->Drop(slot_);
+        slot_ = nullptr;
+        LogWarn("postgres_no_resources", "route={} call=PQconnectPoll error={}",
+                LogQuote(pool_->route()), LogQuote(error));
+        return Fail(response, kNoResources);
+      }
+      pool_->ConnectFailed(slot_, Clock::now(), error);
       slot_ = nullptr;
-      return Failure(response, 502, "database unreachable");
+      return Fail(response, kUnreachable);
     }
   }
   if (PQsetnonblocking(slot_->conn, 1) != 0) return Broken(response);
@@ -142,6 +140,22 @@ Step PgExchange::Connect(Response& response) {
     return Send(response);
   }
   return NextCommand(response);
+}
+
+Step PgExchange::ConnectTimedOut(Response& response) {
+  // Every other wait is unbounded: the request deadline ends it first.
+  if (phase_ != Phase::kConnect || !slot_) {
+    return Fail(response, kConnectionLost);
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      route_->connect_timeout)
+                      .count();
+  pool_->ConnectFailed(slot_, Clock::now(),
+                       fmt::format("connect_timeout: no connection after "
+                                   "{} ms",
+                                   ms));
+  slot_ = nullptr;
+  return Fail(response, kUnreachable);
 }
 
 Step PgExchange::NextCommand(Response& response) {
@@ -161,7 +175,9 @@ Step PgExchange::Send(Response& response) {
     std::vector<const char*> values(values_.size());
     for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
     sent = PQsendQueryPrepared(conn, kStatement, route_->nparams, values.data(),
-                               nullptr, nullptr, 0);
+                               nullptr, nullptr, 0) &&
+           PQsetSingleRowMode(conn);
+    rows_.Begin(&body_, route_->json);
   }
   if (!sent) return Broken(response);
   in_query_ = true;
@@ -189,29 +205,43 @@ Step PgExchange::Pump(const Wake& wake, Response& response) {
     PGresult* result = PQgetResult(conn);
     if (!result) {
       in_query_ = false;
-      PGresult* first = result_;
-      result_ = nullptr;
-      return Finish(first, response);
+      return Finish(response);
     }
-    if (!result_) {
-      result_ = result;
-    } else {
-      PQclear(result);
-    }
+    if (!Take(result)) return TooLarge(response);
   }
   return WaitSocket(kFdReadable, response);
 }
 
-Step PgExchange::Finish(PGresult* first, Response& response) {
-  Result result(first);
+bool PgExchange::Take(PGresult* result) {
+  const ExecStatusType status = PQresultStatus(result);
+  const bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
+  if (phase_ == Phase::kExecute && rows && !result_) {
+    rows_.Add(result);
+    PQclear(result);
+    return rows_.rows() <= route_->max_rows &&
+           static_cast<int64_t>(body_.size()) <= route_->max_bytes;
+  }
+  // The first of anything else (a command's result, an error) is the one
+  // that answers; an error after some rows replaces them.
+  if (!result_) {
+    result_ = result;
+  } else {
+    PQclear(result);
+  }
+  return true;
+}
+
+Step PgExchange::Finish(Response& response) {
+  Result result(result_);
+  result_ = nullptr;
   const ExecStatusType status =
-      result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+      result ? PQresultStatus(result.get()) : PGRES_TUPLES_OK;
   if (phase_ == Phase::kCheckBudget) {
     return CheckedBudget(result.get(), response);
   }
   if (phase_ == Phase::kPrepare) {
     if (status != PGRES_COMMAND_OK) {
-      return QueryFailed(result.get(), response);
+      return PrepareFailed(result.get(), response);
     }
     slot_->prepared = true;
     phase_ = Phase::kExecute;
@@ -220,10 +250,11 @@ Step PgExchange::Finish(PGresult* first, Response& response) {
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     return QueryFailed(result.get(), response);
   }
+  rows_.End();
+  body_ += '\n';
   response.status = 200;
   response.content_type = "application/json";
-  RowsToJson(result.get(), response.body);
-  response.body += '\n';
+  response.body.swap(body_);
   GiveBack();
   return Step::Done();
 }
@@ -259,22 +290,48 @@ Step PgExchange::CheckedBudget(const PGresult* result, Response& response) {
   return NextCommand(response);
 }
 
-Step PgExchange::QueryFailed(const PGresult* result, Response& response) {
-  const char* sqlstate =
-      result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
-  const char* primary =
-      result ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-  std::string message = primary ? primary : ErrorMessage(slot_->conn);
-  LogWarn("postgres_query_failed", "route={} phase={} sqlstate={} error={}",
-          LogQuote(pool_->route()), PhaseName(static_cast<int>(phase_)),
-          sqlstate ? sqlstate : "none", LogQuote(message));
-  std::string code = sqlstate ? sqlstate : "";
-  if (!std::all_of(code.begin(), code.end(),
-                   [](unsigned char c) { return std::isalnum(c); })) {
-    code.clear();
+// The route's SQL is at fault (the same on every request): logged with the
+// SQL once per connection, not once per request.
+Step PgExchange::PrepareFailed(const PGresult* result, Response& response) {
+  const std::string sqlstate = Sqlstate(result);
+  if (!slot_->prepare_failure_logged) {
+    slot_->prepare_failure_logged = true;
+    LogError("postgres_prepare_failed", "route={} sqlstate={} error={} sql={}",
+             LogQuote(pool_->route()), sqlstate.empty() ? "none" : sqlstate,
+             LogQuote(ServerMessage(result, slot_->conn)),
+             LogQuote(route_->query));
   }
+  GiveBack();
+  Answer(response, kPrepareFailed, sqlstate);
+  return Step::Done();
+}
+
+Step PgExchange::QueryFailed(const PGresult* result, Response& response) {
+  const std::string sqlstate = Sqlstate(result);
+  const ErrorAnswer answer = AnswerForSqlstate(sqlstate);
+  LogWarn("postgres_query_failed",
+          "route={} phase={} sqlstate={} status={} error={}",
+          LogQuote(pool_->route()), PhaseName(static_cast<int>(phase_)),
+          sqlstate.empty() ? "none" : sqlstate, answer.status,
+          LogQuote(ServerMessage(result, slot_->conn)));
   GiveBack();  // a connection the error broke (57P01: shutdown) is dropped
-  return Failure(response, 502, "query failed", code.c_str());
+  Answer(response, answer, sqlstate);
+  return Step::Done();
+}
+
+// The rows passed a limit: the rest is not read. The query is cancelled and
+// the connection closed rather than drained: a cancel is asynchronous
+// (another thread, the postmaster, a signal), so one that lands late could
+// cancel the next exchange's query on a reused connection.
+Step PgExchange::TooLarge(Response& response) {
+  LogWarn("postgres_result_too_large",
+          "route={} rows_read={} bytes={} max_rows={} max_bytes={}",
+          LogQuote(pool_->route()), rows_.rows(), body_.size(),
+          route_->max_rows, route_->max_bytes);
+  GiveBack();
+  body_.clear();
+  body_.shrink_to_fit();
+  return Fail(response, kResultTooLarge);
 }
 
 Step PgExchange::Broken(Response& response) {
@@ -284,27 +341,24 @@ Step PgExchange::Broken(Response& response) {
   in_query_ = false;  // nothing left to cancel on a dead connection
   pool_->Drop(slot_);
   slot_ = nullptr;
-  return Failure(response, 502, "database connection lost");
+  return Fail(response, kConnectionLost);
 }
 
-Step PgExchange::TimedOut(Response& response) {
-  LogWarn("postgres_timeout", "route={} phase={}", LogQuote(pool_->route()),
-          PhaseName(static_cast<int>(phase_)));
-  StopWaiting();
-  GiveBack();
-  return Failure(response, 504, "timeout");
+Step PgExchange::Fail(Response& response, const ErrorAnswer& answer) {
+  Answer(response, answer);
+  return Step::Done();
 }
 
 Step PgExchange::WaitSocket(uint8_t events, Response& response) {
   const int fd = PQsocket(slot_->conn);
   if (fd < 0) return Broken(response);
-  return Step::WaitFds({{fd, events}}, Remaining());
-}
-
-std::chrono::microseconds PgExchange::Remaining() const {
+  if (phase_ != Phase::kConnect) {
+    return Step::WaitFds({{fd, events}}, kUntilRequestDeadline);
+  }
   const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-      deadline_ - Clock::now());
-  return std::max(left, std::chrono::microseconds(1));
+      connect_deadline_ - Clock::now());
+  return Step::WaitFds({{fd, events}},
+                       std::max(left, std::chrono::microseconds(1)));
 }
 
 void PgExchange::StopWaiting() { pool_->Dequeue(&waiter_); }

@@ -3,14 +3,23 @@
 // per connection, run it, answer its rows as JSON. Every wait is a Step on
 // PQsocket (or the pool's wake fd), so blocking models poll() and an async
 // loop keeps many queries in flight.
+//
+// The exchange keeps no request deadline of its own: the connection state
+// machine owns it (its 504, counted in request_timeouts) and destroys the
+// exchange when it passes, which cancels a query on the wire. The one bound
+// the exchange times itself is connecting (connect_timeout), as libpq's own
+// does not apply under PQconnectPoll.
 #pragma once
 
 #include <postgresql/libpq-fe.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "daemon/handler.h"
+#include "daemon/handlers/postgres/pg_errors.h"
+#include "daemon/handlers/postgres/pg_json.h"
 #include "daemon/handlers/postgres/pg_pool.h"
 
 namespace gearbox::postgres {
@@ -20,14 +29,17 @@ namespace gearbox::postgres {
 struct PgRoute {
   std::string query;
   int nparams = 0;
-  int connections_max = 0;   // workers x pool, for the max_connections check
-  bool check_budget = true;  // SHOW max_connections after the first connect
+  int connections_max = 0;      // workers x pool, for the max_connections check
+  bool check_budget = true;     // SHOW max_connections after the first connect
+  int64_t max_rows = 10000;     // a longer result is cut off: 502
+  int64_t max_bytes = 8 << 20;  // of the JSON body; longer is cut off: 502
+  std::chrono::microseconds connect_timeout = std::chrono::seconds(2);
+  JsonOptions json;
 };
 
 class PgExchange final : public Exchange {
  public:
-  PgExchange(PgPool* pool, PgRoute* route, std::vector<std::string> values,
-             Clock::time_point deadline);
+  PgExchange(PgPool* pool, PgRoute* route, std::vector<std::string> values);
   // Before the exchange is done (its deadline passed, its client closed):
   // a query on the wire is cancelled and its connection closed.
   ~PgExchange() override;
@@ -44,16 +56,21 @@ class PgExchange final : public Exchange {
   };
   Step Acquire(Response& response);
   Step Connect(Response& response);
+  Step ConnectTimedOut(Response& response);
   Step NextCommand(Response& response);
   Step Send(Response& response);
   Step Pump(const Wake& wake, Response& response);
-  Step Finish(PGresult* result, Response& response);
+  // Takes one result of the command in flight; false when the exchange must
+  // stop reading (the rows passed a limit).
+  bool Take(PGresult* result);
+  Step Finish(Response& response);
   Step CheckedBudget(const PGresult* result, Response& response);
+  Step PrepareFailed(const PGresult* result, Response& response);
   Step QueryFailed(const PGresult* result, Response& response);
+  Step TooLarge(Response& response);
   Step Broken(Response& response);
-  Step TimedOut(Response& response);
+  Step Fail(Response& response, const ErrorAnswer& answer);
   Step WaitSocket(uint8_t events, Response& response);
-  std::chrono::microseconds Remaining() const;
   void StopWaiting();
   // Gives the slot back: cancels a query on the wire and closes its
   // connection, or returns an idle one to the pool.
@@ -62,13 +79,16 @@ class PgExchange final : public Exchange {
   PgPool* const pool_;
   PgRoute* const route_;
   const std::vector<std::string> values_;  // $1..$N
-  const Clock::time_point deadline_;
   Phase phase_ = Phase::kAcquire;
   PgSlot* slot_ = nullptr;
-  PgWaiter waiter_;             // while waiting for a connection
+  PgWaiter waiter_;  // while waiting for a connection
+  Clock::time_point connect_deadline_{};
   bool flushing_ = false;       // PQflush has not written everything yet
   bool in_query_ = false;       // a command is sent, not all its results read
-  PGresult* result_ = nullptr;  // the current command's first result
+  bool too_large_ = false;      // the rows passed max_rows or max_bytes
+  PGresult* result_ = nullptr;  // the command's first non-row result
+  RowWriter rows_;              // the execute's rows, into body_
+  std::string body_;
 };
 
 }  // namespace gearbox::postgres

@@ -1,11 +1,5 @@
 #include "daemon/handlers/postgres/pg_json.h"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
-#include <cstring>
-#include <vector>
-
 namespace gearbox::postgres {
 namespace {
 
@@ -19,24 +13,6 @@ constexpr Oid kFloat4Oid = 700;
 constexpr Oid kFloat8Oid = 701;
 constexpr Oid kNumericOid = 1700;
 
-enum class Kind { kNumber, kBool, kText };
-
-Kind KindOf(Oid type) {
-  switch (type) {
-    case kInt2Oid:
-    case kInt4Oid:
-    case kInt8Oid:
-    case kFloat4Oid:
-    case kFloat8Oid:
-    case kNumericOid:
-      return Kind::kNumber;
-    case kBoolOid:
-      return Kind::kBool;
-    default:
-      return Kind::kText;
-  }
-}
-
 // PostgreSQL's text form of a number is a JSON number, except NaN and
 // +-Infinity (float, numeric): those stay strings, as JSON has no such
 // numbers.
@@ -47,38 +23,74 @@ bool IsJsonNumber(const char* text) {
 
 }  // namespace
 
-void RowsToJson(const PGresult* result, std::string& out) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.StartArray();
-  const bool rows = PQresultStatus(result) == PGRES_TUPLES_OK;
-  const int nrows = rows ? PQntuples(result) : 0;
-  const int ncols = rows ? PQnfields(result) : 0;
-  std::vector<Kind> kinds(ncols);
-  for (int c = 0; c < ncols; ++c) kinds[c] = KindOf(PQftype(result, c));
+RowWriter::Kind RowWriter::KindOf(Oid type) const {
+  switch (type) {
+    case kInt2Oid:
+    case kInt4Oid:
+    case kFloat4Oid:
+    case kFloat8Oid:
+      return Kind::kNumber;
+    case kInt8Oid:
+    case kNumericOid:
+      return options_.big_numbers_as_strings ? Kind::kText : Kind::kNumber;
+    case kBoolOid:
+      return Kind::kBool;
+    default:
+      return Kind::kText;
+  }
+}
+
+void RowWriter::Begin(std::string* out, JsonOptions options) {
+  out->clear();
+  sink_.out = out;
+  options_ = options;
+  kinds_.clear();
+  rows_ = 0;
+  writer_.Reset(sink_);
+  writer_.StartArray();
+}
+
+void RowWriter::Add(const PGresult* result) {
+  const ExecStatusType status = PQresultStatus(result);
+  if (status != PGRES_TUPLES_OK && status != PGRES_SINGLE_TUPLE) return;
+  const int nrows = PQntuples(result);
+  const int ncols = PQnfields(result);
+  if (nrows == 0) return;
+  if (kinds_.empty()) {
+    kinds_.resize(static_cast<size_t>(ncols));
+    for (int c = 0; c < ncols; ++c) kinds_[c] = KindOf(PQftype(result, c));
+  }
   for (int r = 0; r < nrows; ++r) {
-    writer.StartObject();
+    writer_.StartObject();
     for (int c = 0; c < ncols; ++c) {
-      writer.Key(PQfname(result, c));
+      writer_.Key(PQfname(result, c));
       if (PQgetisnull(result, r, c)) {
-        writer.Null();
+        writer_.Null();
         continue;
       }
       const char* value = PQgetvalue(result, r, c);
       const auto length =
           static_cast<rapidjson::SizeType>(PQgetlength(result, r, c));
-      if (kinds[c] == Kind::kBool) {
-        writer.Bool(value[0] == 't');
-      } else if (kinds[c] == Kind::kNumber && IsJsonNumber(value)) {
-        writer.RawValue(value, length, rapidjson::kNumberType);
+      if (kinds_[c] == Kind::kBool) {
+        writer_.Bool(value[0] == 't');
+      } else if (kinds_[c] == Kind::kNumber && IsJsonNumber(value)) {
+        writer_.RawValue(value, length, rapidjson::kNumberType);
       } else {
-        writer.String(value, length);
+        writer_.String(value, length);
       }
     }
-    writer.EndObject();
+    writer_.EndObject();
   }
-  writer.EndArray();
-  out.assign(buffer.GetString(), buffer.GetSize());
+  rows_ += nrows;
+}
+
+void RowWriter::End() { writer_.EndArray(); }
+
+void RowsToJson(const PGresult* result, std::string& out, JsonOptions options) {
+  RowWriter writer;
+  writer.Begin(&out, options);
+  writer.Add(result);
+  writer.End();
 }
 
 }  // namespace gearbox::postgres

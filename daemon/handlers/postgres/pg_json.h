@@ -1,16 +1,57 @@
 // A query's rows as the response body: a JSON array of objects, one per row,
-// keyed by column name. int2/int4/int8/float4/float8/numeric are JSON
-// numbers, bool is true/false, NULL is null, everything else a JSON string.
+// keyed by column name. int2/int4/float4/float8 are JSON numbers, int8 and
+// numeric too unless the route asks for strings (a JSON number above 2^53
+// loses digits in JavaScript), bool is true/false, NULL is null, everything
+// else a JSON string.
 #pragma once
 
 #include <postgresql/libpq-fe.h>
+#include <rapidjson/writer.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gearbox::postgres {
 
-// Replaces out with result's rows (a PGRES_TUPLES_OK result; any other
-// result is an empty array).
-void RowsToJson(const PGresult* result, std::string& out);
+struct JsonOptions {
+  bool big_numbers_as_strings = false;  // int8 and numeric as "123"
+};
+
+// Writes rows into a string as they arrive (single-row mode hands them over
+// one PGresult at a time), so a result is never held twice: Begin, Add for
+// each result, End.
+class RowWriter {
+ public:
+  // Clears *out and opens the array; out must outlive the writing.
+  void Begin(std::string* out, JsonOptions options);
+  // Appends result's rows (a PGRES_SINGLE_TUPLE or PGRES_TUPLES_OK result;
+  // any other adds none).
+  void Add(const PGresult* result);
+  // Closes the array.
+  void End();
+  int64_t rows() const { return rows_; }
+
+ private:
+  // rapidjson's output stream concept over a std::string.
+  struct Sink {
+    using Ch = char;
+    std::string* out = nullptr;
+    void Put(char c) { out->push_back(c); }
+    void Flush() {}
+  };
+  enum class Kind : uint8_t { kNumber, kBool, kText };
+  Kind KindOf(Oid type) const;
+
+  Sink sink_;
+  rapidjson::Writer<Sink> writer_;
+  JsonOptions options_;
+  std::vector<Kind> kinds_;  // per column, from the first result
+  int64_t rows_ = 0;
+};
+
+// out = result's rows as a whole array (Begin, Add, End).
+void RowsToJson(const PGresult* result, std::string& out,
+                JsonOptions options = {});
 
 }  // namespace gearbox::postgres

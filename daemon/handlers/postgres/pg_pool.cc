@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
+#include "daemon/handlers/postgres/pg_errors.h"
 #include "daemon/logging.h"
 
 namespace gearbox::postgres {
@@ -72,17 +71,25 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
                             "fallback_application_name", nullptr};
   const char* values[] = {dsn_.c_str(), "UTF8", "gearboxd", nullptr};
   PGconn* conn = PQconnectStartParams(keywords, values, 1);
-  if (!conn) return {Outcome::kNoMemory};
+  if (!conn) {
+    LogNoResources("PQconnectStartParams", "out of memory");
+    return {Outcome::kNoResources};
+  }
   if (PQstatus(conn) == CONNECTION_BAD) {
-    last_error_ = ErrorMessage(conn);
+    const std::string error = ErrorMessage(conn);
     PQfinish(conn);
     empty->conn = nullptr;
-    ConnectFailed(empty, now, last_error_);
+    if (OutOfDescriptors(error)) {
+      LogNoResources("PQconnectStartParams", error);
+      return {Outcome::kNoResources};
+    }
+    ConnectFailed(empty, now, error);
     return {Outcome::kBackoff};
   }
   empty->state = PgSlot::State::kInUse;
   empty->conn = conn;
   empty->prepared = false;
+  empty->prepare_failure_logged = false;
   return {Outcome::kConnect, empty};
 }
 
@@ -130,7 +137,7 @@ int64_t PgPool::BackoffLeftMs(Clock::time_point now) const {
       .count();
 }
 
-void PgPool::Enqueue(PgWaiter* waiter) {
+bool PgPool::Enqueue(PgWaiter* waiter) {
   if (waiter->fd < 0) {
     if (!spare_fds_.empty()) {
       waiter->fd = spare_fds_.back();
@@ -138,16 +145,20 @@ void PgPool::Enqueue(PgWaiter* waiter) {
     } else {
       waiter->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
       if (waiter->fd < 0) {
-        // Out of fds: no wait is possible, and no connection either.
-        fprintf(stderr, "eventfd(EFD_NONBLOCK|EFD_CLOEXEC): %s\n",
-                strerror(errno));
-        abort();
+        LogNoResources("eventfd(0, EFD_NONBLOCK|EFD_CLOEXEC)", strerror(errno));
+        return false;
       }
     }
   }
   waiter->handed = nullptr;
   waiter->queued = true;
   waiters_.push_back(waiter);
+  return true;
+}
+
+void PgPool::LogNoResources(std::string_view call, std::string_view error) {
+  LogWarn("postgres_no_resources", "route={} call={} error={}",
+          LogQuote(route_), LogQuote(call), LogQuote(error));
 }
 
 void PgPool::Dequeue(PgWaiter* waiter) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gearbox::postgres {
@@ -23,6 +24,9 @@ struct PgSlot {
   State state = State::kEmpty;
   PGconn* conn = nullptr;
   bool prepared = false;  // the route's statement exists on conn
+  // A failed prepare was logged (with the SQL) for this connection: later
+  // ones on it are only answered, not logged again.
+  bool prepare_failure_logged = false;
 };
 
 // An exchange waiting for a connection (a member of the exchange).
@@ -41,11 +45,14 @@ class PgPool {
   PgPool& operator=(const PgPool&) = delete;
 
   enum class Outcome {
-    kIdle,      // slot holds an open connection, ready for a query
-    kConnect,   // slot's connection is being opened: PQconnectPoll it
-    kBackoff,   // the database failed recently and the retry is not due
-    kFull,      // every slot is in use: Enqueue, wait on waiter.fd
-    kNoMemory,  // libpq could not even start (PQconnectStart returned null)
+    kIdle,     // slot holds an open connection, ready for a query
+    kConnect,  // slot's connection is being opened: PQconnectPoll it
+    kBackoff,  // the database failed recently and the retry is not due
+    kFull,     // every slot is in use: Enqueue, wait on waiter.fd
+    // No connection could be started for want of a resource of this
+    // process (PQconnectStart returned null; socket(): EMFILE/ENFILE).
+    // Logged; no backoff, as the database did not fail.
+    kNoResources,
   };
   struct Lease {
     Outcome outcome;
@@ -70,8 +77,9 @@ class PgPool {
 
   // Queues waiter (after Acquire said kFull) and gives it an eventfd to
   // wait on, readable once it is dequeued: waiter->handed is then its
-  // connection, or null (a slot was emptied: Acquire again).
-  void Enqueue(PgWaiter* waiter);
+  // connection, or null (a slot was emptied: Acquire again). False (logged,
+  // not queued) when no eventfd could be had.
+  bool Enqueue(PgWaiter* waiter);
   // Ends a wait, woken or not (the exchange timed out or is destroyed): out
   // of the queue, its eventfd drained and back to the spares, and a
   // connection it was handed but will not use released to the next waiter.
@@ -87,6 +95,9 @@ class PgPool {
  private:
   // Dequeues the first waiter, hands it slot (or null) and signals it.
   bool WakeFirst(PgSlot* slot);
+  // One line per resource failure (postgres_no_resources): the 503 it causes
+  // is counted per route by status.
+  void LogNoResources(std::string_view call, std::string_view error);
 
   const std::string dsn_;
   const std::string shown_dsn_;

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "daemon/handlers/postgres/conninfo.h"
+#include "daemon/handlers/postgres/pg_errors.h"
 #include "daemon/handlers/postgres/pg_json.h"
+#include "daemon/handlers/postgres/route_params.h"
 
 namespace gearbox::postgres {
 namespace {
@@ -120,6 +122,99 @@ TEST(RowsToJsonTest, NoRowsAndCommandsAreAnEmptyArray) {
   RowsToJson(command, out);
   PQclear(command);
   EXPECT_EQ(out, "[]");
+}
+
+TEST(RowWriterTest, RowsArriveOneResultAtATime) {
+  std::string out = "stale";
+  RowWriter writer;
+  writer.Begin(&out, {});
+  for (const char* id : {"1", "2"}) {
+    PGresult* row = MakeResult({{"id", 23}, {"big", 20}}, {{id, "-5"}});
+    writer.Add(row);
+    PQclear(row);
+  }
+  PGresult* last = MakeResult({{"id", 23}, {"big", 20}}, {});
+  writer.Add(last);  // single-row mode's closing result: no rows
+  PQclear(last);
+  writer.End();
+  EXPECT_EQ(out, "[{\"id\":1,\"big\":-5},{\"id\":2,\"big\":-5}]");
+  EXPECT_EQ(writer.rows(), 2);
+}
+
+TEST(RowWriterTest, Int8AndNumericAsStrings) {
+  PGresult* result =
+      MakeResult({{"i4", 23}, {"i8", 20}, {"num", 1700}, {"f8", 701}},
+                 {{"7", "9007199254740993", "12345678901234567890.5", "1.5"}});
+  std::string out;
+  RowsToJson(result, out, {.big_numbers_as_strings = true});
+  PQclear(result);
+  EXPECT_EQ(out,
+            "[{\"i4\":7,\"i8\":\"9007199254740993\","
+            "\"num\":\"12345678901234567890.5\",\"f8\":1.5}]");
+}
+
+TEST(SqlstateTest, EveryMappingOfTheTable) {
+  struct Case {
+    const char* sqlstate;
+    int status;
+    const char* category;
+    bool retry;
+  };
+  const Case cases[] = {
+      {"22P02", 400, "invalid parameter", false},
+      {"22003", 400, "invalid parameter", false},
+      {"23505", 409, "constraint violation", false},
+      {"23503", 409, "constraint violation", false},
+      {"40001", 409, "serialization failure", true},
+      {"40P01", 409, "deadlock detected", true},
+      {"40003", 502, "query failed", false},  // the class is not enough
+      {"57014", 502, "query cancelled", false},
+      {"57P01", 502, "query failed", false},
+      {"42P01", 502, "query failed", false},
+      {"", 502, "query failed", false},
+  };
+  for (const Case& c : cases) {
+    const ErrorAnswer a = AnswerForSqlstate(c.sqlstate);
+    EXPECT_EQ(a.status, c.status) << c.sqlstate;
+    EXPECT_STREQ(a.category, c.category) << c.sqlstate;
+    EXPECT_EQ(a.retry, c.retry) << c.sqlstate;
+  }
+}
+
+TEST(SqlstateTest, BodyIsJsonWithSqlstateAndRetry) {
+  Response response;
+  Answer(response, AnswerForSqlstate("40P01"), "40P01");
+  EXPECT_EQ(response.status, 409);
+  EXPECT_EQ(response.content_type, "application/json");
+  EXPECT_EQ(response.body,
+            "{\"error\":\"deadlock detected\",\"sqlstate\":\"40P01\","
+            "\"retry\":true}\n");
+  Answer(response, kNoResources);
+  EXPECT_EQ(response.status, 503);
+  EXPECT_EQ(response.body, "{\"error\":\"server out of resources\"}\n");
+  Answer(response, kPrepareFailed, "4\"P01");  // not a SQLSTATE: left out
+  EXPECT_EQ(response.body, "{\"error\":\"statement cannot be prepared\"}\n");
+}
+
+TEST(SqlstateTest, OutOfDescriptorsReadsLibpqsMessage) {
+  EXPECT_TRUE(OutOfDescriptors("could not create socket: Too many open files"));
+  EXPECT_TRUE(OutOfDescriptors(
+      "could not create socket: Too many open files in system"));
+  EXPECT_FALSE(OutOfDescriptors(
+      "connection to server on socket \"/x/.s.PGSQL.5432\" failed: No such "
+      "file or directory"));
+}
+
+TEST(RouteParamsTest, ConnectTimeoutAndInt8) {
+  EXPECT_EQ(CheckConnectTimeout("250ms"), "");
+  EXPECT_EQ(ConnectTimeout("250ms"), std::chrono::milliseconds(250));
+  EXPECT_NE(CheckConnectTimeout("0s"), "");
+  EXPECT_NE(CheckConnectTimeout("soon"), "");
+  EXPECT_EQ(CheckInt8("number"), "");
+  EXPECT_EQ(CheckInt8("string"), "");
+  EXPECT_NE(CheckInt8("text"), "");
+  EXPECT_TRUE(Int8AsString("string"));
+  EXPECT_FALSE(Int8AsString("number"));
 }
 
 }  // namespace
