@@ -18,9 +18,11 @@
 #      PGPASSFILE and from passfile= in the dsn, and refused (502) without;
 #      the connection budget (workers x pool) is logged at start, and a
 #      warning when it exceeds the server's max_connections (read after the
-#      first connect); a missing parameter gets 400; a query error gets 502 whose body names
-#      the SQLSTATE (42P01) and not the query; -p and the log redact the
-#      password of a dsn;
+#      first connect); a missing parameter gets 400; a statement that cannot be
+#      prepared gets 500 whose body names the SQLSTATE (42P01) and not the
+#      query; -p and the log redact the password of a dsn;
+#   2b. postgres_answers.sh: SQLSTATE mappings, max_rows/max_bytes, int8 as
+#      strings, connect_timeout, RLIMIT_NOFILE exhaustion (see there);
 #   3. a query longer than the route's timeout gets 504 within it, and
 #      pg_stat_activity shows the query gone (cancelled) within 2 s;
 #   4. a client that closes mid-query gets its query cancelled likewise;
@@ -57,6 +59,8 @@ fail() { echo "postgres_test: FAIL: $*" >&2; exit 1; }
 
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
+# shellcheck source=tests/system/postgres_answers.sh
+source "$root/tests/system/postgres_answers.sh"
 need curl:curl python3:python3 psql:postgresql runuser:util-linux
 # Debian keeps the server's binaries out of PATH, per major version.
 pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null |
@@ -86,9 +90,11 @@ stop_pid() {
   for _ in $(seq 100); do alive "$pid" || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null || true
 }
+mute_pid=""
 cleanup() {
   local rc=$?
   [[ -n "$gpid" ]] && stop_pid "$gpid" TERM
+  [[ -n "$mute_pid" ]] && stop_pid "$mute_pid" TERM
   local pid
   pid=$(pg_pid)
   [[ -n "$pid" ]] && stop_pid "$pid" INT
@@ -150,6 +156,7 @@ sql "CREATE TABLE t (id int PRIMARY KEY, i2 int2, i8 int8, f4 float4,
         'plain', NULL, '2024-02-29'),
        (2, -3, -4, 'NaN', '-Infinity', 'NaN', false,
         E'q\" b\\\\ nl\\n tab\\t \\u00e9 \\u2713 \\x01', NULL, '2000-01-01');"
+answers_setup
 
 # --- one model -------------------------------------------------------------------
 write_config() {  # MODEL PORT FILE
@@ -233,6 +240,7 @@ handler = "postgres"
 dsn = "host=$work user=app dbname=postgres passfile=$work/no-such-file"
 query = "SELECT current_user AS who"
 EOF
+  answers_routes >>"$3"
 }
 
 # Running queries whose text contains $1 (other than the asking one).
@@ -275,10 +283,10 @@ check_failures() {  # BASE CONFIG LOG
   [[ $code == 400 ]] || fail "missing parameter: got $code, want 400"
   code=$(curl -s -o "$work/body" -w '%{http_code}' "$1/bad")
   body=$(cat "$work/body")
-  [[ $code == 502 ]] || fail "query error: got $code, want 502"
+  [[ $code == 500 ]] || fail "statement that cannot be prepared: got $code, want 500"
   grep -q '"sqlstate":"42P01"' <<<"$body" || fail "query error body lacks the SQLSTATE: $body"
   grep -q 'no_such_table' <<<"$body" && fail "query error body names the query: $body"
-  grep -q 'event=postgres_query_failed.*sqlstate=42P01' "$3" ||
+  grep -q 'event=postgres_prepare_failed.*sqlstate=42P01' "$3" ||
     fail "the query error is not logged with its SQLSTATE"
   local printed
   printed=$("$GEARBOXD" -p -c "$2")
@@ -302,11 +310,22 @@ check_passfiles() {  # BASE LOG
     fail "the refused connection is not logged with libpq's message"
 }
 
+request_timeouts() {  # BASE: the daemon's count of 504s it timed
+  curl -s "$1/status" | python3 -c 'import json, sys; print(json.load(sys.stdin)["request_timeouts"])'
+}
+
 check_timeout() {  # BASE LOG
-  local out code t
-  out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$1/slow?s=30")
+  local out code t before
+  before=$(request_timeouts "$1")
+  out=$(curl -s -o "$work/body" -w '%{http_code} %{time_total}' "$1/slow?s=30")
   read -r code t <<<"$out"
   [[ $code == 504 ]] || fail "query past timeout: got $code, want 504"
+  # The connection state machine times the request (the exchange keeps no
+  # deadline of its own): its answer, counted in request_timeouts.
+  [[ $(cat "$work/body") == "request timeout" ]] ||
+    fail "504 body: $(cat "$work/body")"
+  (($(request_timeouts "$1") == before + 1)) ||
+    fail "the 504 is not counted in request_timeouts"
   python3 -c "import sys; sys.exit(0 if float('$t') < 2.0 else 1)" ||
     fail "504 took ${t}s for a 500ms timeout"
   # It timed out running (not connecting), so there was a query to cancel.
@@ -423,7 +442,16 @@ for model in $MODELS; do
   check_rows "$base"
   say "  rows and types ok"
   check_failures "$base" "$conf" "$log"
-  say "  400 / 502 with SQLSTATE / redaction ok"
+  say "  400 / 500 with SQLSTATE / redaction ok"
+  case $model in prefork) workers=3 ;; threadpool) workers=4 ;; *) workers=1 ;; esac
+  check_sqlstates "$base" "$log" "$workers"
+  say "  SQLSTATE mappings ok"
+  check_limits "$base" "$log"
+  say "  max_rows / max_bytes / int8 strings ok"
+  check_connect_timeout "$base" "$log"
+  say "  connect_timeout against a listener that never accepts ok"
+  check_rlimit "$base" "$log" "$model"
+  say "  RLIMIT_NOFILE exhaustion: 503, daemon alive, served after ok"
   check_passfiles "$base" "$log"
   say "  password from PGPASSFILE and from passfile= ok (and refused without)"
   grep -q 'event=postgres_budget .*server_max_connections=200' "$log" ||

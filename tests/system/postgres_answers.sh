@@ -1,0 +1,223 @@
+# postgres_answers.sh: sourced by postgres_test.sh (its helpers and $work,
+# $gpid in scope). The checks of answers an application can act on, under
+# every model:
+#   a. each SQLSTATE mapping, from real server errors where one is easy to
+#      cause (22P02 from ?n=abc, 23505 from a duplicate key, 57014 from
+#      statement_timeout, 42P01 failing the prepare: 500, logged once per
+#      connection with the SQL) and for the rest (40001, 40P01) from a
+#      function that raises that SQLSTATE;
+#   b. max_rows and max_bytes: at the limit 200, one past it 502 "result too
+#      large" (logged), a huge result cut off quickly with its query gone from
+#      the server, and the route serves again after;
+#   c. int8 = "string": int8 and numeric as exact JSON strings;
+#   d. connect_timeout against a listener that never accepts: 502 within the
+#      connect_timeout (not the route's timeout, nor the dsn's), logged;
+#   e. RLIMIT_NOFILE lowered (prlimit) on the running worker processes to
+#      what they hold: a route that must open a connection answers 503 "server
+#      out of resources", logged, the daemon alive; under async a pool wait
+#      whose eventfd cannot be had likewise; limits restored: served again.
+
+answers_setup() {  # once, after the cluster is up
+  sql "CREATE TABLE u (id int PRIMARY KEY);
+       CREATE FUNCTION fail_with(code text) RETURNS int LANGUAGE plpgsql AS
+         \$\$ BEGIN RAISE EXCEPTION 'failing with %', code USING ERRCODE = code;
+         END \$\$;"
+  # A listener that never accepts: the kernel completes handshakes into its
+  # backlog, nobody ever answers libpq's startup packet.
+  python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+time.sleep(600)' >"$work/mute.port" &
+  mute_pid=$!
+  wait_for "[[ -s '$work/mute.port' ]]" 5 || fail "the mute listener did not start"
+  mute_port=$(cat "$work/mute.port")
+}
+
+answers_routes() {  # the routes these checks use, appended to a config
+  local dsn="host=$work user=postgres dbname=postgres"
+  cat <<EOF
+[[route]]
+path = "/insert"
+handler = "postgres"
+dsn = "$dsn"
+query = "INSERT INTO u VALUES (\$1::int) RETURNING id"
+params = ["id"]
+[[route]]
+path = "/raise"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT fail_with(\$1)"
+params = ["code"]
+[[route]]
+path = "/stmt-timeout"
+handler = "postgres"
+dsn = "$dsn options='-c statement_timeout=100'"
+query = "SELECT pg_sleep(2)"
+[[route]]
+path = "/rowcap"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT generate_series(1, \$1::int) AS g"
+params = ["n"]
+max_rows = 100
+pool = 1
+[[route]]
+path = "/bytecap"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT repeat('x', 90) AS x FROM generate_series(1, \$1::int) g"
+params = ["n"]
+max_bytes = 900
+pool = 1
+[[route]]
+path = "/int8s"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT 9007199254740993::int8 AS i8, 12345678901234567890.5::numeric AS n, 7 AS i4"
+int8 = "string"
+[[route]]
+path = "/mute"
+handler = "postgres"
+dsn = "host=127.0.0.1 port=$mute_port user=postgres dbname=postgres connect_timeout=30"
+query = "SELECT 1"
+connect_timeout = "300ms"
+timeout = "10s"
+[[route]]
+path = "/fresh"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT 'fresh' AS f"
+[[route]]
+path = "/status"
+handler = "status"
+[[route]]
+path = "/fd1"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT pg_sleep(\$1::float8) AS fd1_query"
+params = ["s"]
+pool = 1
+EOF
+}
+
+expect() {  # URL STATUS BODY: the answer is exactly that
+  local code body
+  code=$(curl -s -o "$work/body" -w '%{http_code}' "$1")
+  body=$(cat "$work/body")
+  [[ $code == "$2" && $body == "$3" ]] ||
+    fail "$1: got $code $body, want $2 $3"
+}
+
+check_sqlstates() {  # BASE LOG WORKERS
+  expect "$1/add?n=abc&s=x" 400 '{"error":"invalid parameter","sqlstate":"22P02"}'
+  sql "DELETE FROM u" >/dev/null
+  expect "$1/insert?id=7" 200 '[{"id":7}]'
+  expect "$1/insert?id=7" 409 '{"error":"constraint violation","sqlstate":"23505"}'
+  expect "$1/raise?code=40001" 409 '{"error":"serialization failure","sqlstate":"40001","retry":true}'
+  expect "$1/raise?code=40P01" 409 '{"error":"deadlock detected","sqlstate":"40P01","retry":true}'
+  expect "$1/raise?code=57014" 502 '{"error":"query cancelled","sqlstate":"57014"}'
+  expect "$1/raise?code=XX000" 502 '{"error":"query failed","sqlstate":"XX000"}'
+  expect "$1/stmt-timeout" 502 '{"error":"query cancelled","sqlstate":"57014"}'
+  grep -q 'event=postgres_query_failed route=/insert .*sqlstate=23505 status=409' "$2" ||
+    fail "the constraint violation is not logged"
+  # The route's SQL cannot be prepared: 500, the SQL logged once per
+  # connection (at most one per worker), not once per request.
+  local i
+  for i in 1 2 3 4 5 6 7 8; do
+    expect "$1/bad" 500 '{"error":"statement cannot be prepared","sqlstate":"42P01"}'
+  done
+  local logged
+  logged=$(grep -c 'event=postgres_prepare_failed route=/bad sqlstate=42P01 .*sql="SELECT \* FROM no_such_table"' "$2" || true)
+  ((logged >= 1 && logged <= $3)) ||
+    fail "prepare failure logged $logged times for 8 requests ($3 workers)"
+}
+
+check_limits() {  # BASE LOG
+  local body
+  body=$(curl -s "$1/rowcap?n=100")
+  python3 -c "import json,sys; assert len(json.loads(sys.argv[1])) == 100" "$body" ||
+    fail "/rowcap at max_rows: $body"
+  expect "$1/rowcap?n=101" 502 '{"error":"result too large"}'
+  grep -q 'event=postgres_result_too_large route=/rowcap .*max_rows=100' "$2" ||
+    fail "the cut-off result is not logged"
+  # Ten million rows are cut off at the 101st: quickly, and the query does
+  # not run on (cancelled, its connection closed).
+  local out code t
+  out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$1/rowcap?n=10000000")
+  read -r code t <<<"$out"
+  [[ $code == 502 ]] || fail "/rowcap 10M rows: got $code"
+  python3 -c "import sys; sys.exit(0 if float('$t') < 1.0 else 1)" ||
+    fail "cutting off 10M rows took ${t}s"
+  wait_for "[[ \$(running 'generate_series(1, \$1::int) AS g') == 0 ]]" 3 ||
+    fail "the cut-off query still runs"
+  expect "$1/rowcap?n=2" 200 '[{"g":1},{"g":2}]'
+  # Rows of 90 x's: 9 are 891 bytes of JSON, 10 are 990, past max_bytes = 900.
+  curl -s "$1/bytecap?n=9" | grep -q '^\[{"x":"xxx' || fail "/bytecap under max_bytes"
+  expect "$1/bytecap?n=10" 502 '{"error":"result too large"}'
+  grep -q 'event=postgres_result_too_large route=/bytecap .*max_bytes=900' "$2" ||
+    fail "the cut-off result (bytes) is not logged"
+  expect "$1/bytecap?n=1" 200 "[{\"x\":\"$(printf 'x%.0s' $(seq 90))\"}]"
+  expect "$1/int8s" 200 '[{"i8":"9007199254740993","n":"12345678901234567890.5","i4":7}]'
+}
+
+check_connect_timeout() {  # BASE LOG
+  local out code t
+  out=$(curl -s -o "$work/body" -w '%{http_code} %{time_total}' "$1/mute")
+  read -r code t <<<"$out"
+  [[ $code == 502 && $(cat "$work/body") == '{"error":"database unreachable"}' ]] ||
+    fail "/mute: got $code $(cat "$work/body"), want 502 database unreachable"
+  python3 -c "import sys; sys.exit(0 if 0.25 <= float('$t') < 1.5 else 1)" ||
+    fail "/mute answered after ${t}s, connect_timeout is 300ms"
+  grep -q 'event=postgres_connect_failed route=/mute .*connect_timeout: no connection after 300 ms' "$2" ||
+    fail "the connect timeout is not logged"
+}
+
+# The processes that serve: the daemon, or its children (prefork).
+serving_pids() {
+  local kids
+  kids=$(cat /proc/"$gpid"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true)
+  if [[ -n $kids ]]; then echo "$kids"; else echo "$gpid"; fi
+}
+# The lowest fd number PID has free: the next fd it opens gets it.
+lowest_free_fd() {
+  python3 -c '
+import os, sys
+held = {int(n) for n in os.listdir("/proc/%s/fd" % sys.argv[1])}
+print(next(n for n in range(len(held) + 1) if n not in held))' "$1"
+}
+# Lowers each serving process's soft RLIMIT_NOFILE so that it can open one
+# more fd (the client's socket) and no other, or restores it (no argument).
+limit_fds() {
+  local pid
+  for pid in $(serving_pids); do
+    if [[ ${1:-} == tight ]]; then
+      prlimit --pid "$pid" --nofile="$(($(lowest_free_fd "$pid") + 1)):"
+    else
+      prlimit --pid "$pid" --nofile=1024:
+    fi
+  done
+}
+
+check_rlimit() {  # BASE LOG MODEL
+  limit_fds tight
+  expect "$1/fresh" 503 '{"error":"server out of resources"}'
+  limit_fds
+  alive "$gpid" || fail "gearboxd died at its fd limit"
+  grep -q 'event=postgres_no_resources route=/fresh call=PQconnectStartParams error=".*Too many open files' "$2" ||
+    fail "the fd limit is not logged"
+  expect "$1/fresh" 200 '[{"f":"fresh"}]'
+  [[ $3 == async ]] || return 0
+  # A pool wait needs an eventfd: the one connection busy, the next request
+  # queues, and its eventfd cannot be had.
+  curl -s -o /dev/null "$1/fd1?s=1.5" &
+  local bg=$!
+  wait_for "[[ \$(running fd1_query) == 1 ]]" 5 || fail "/fd1 did not start"
+  limit_fds tight
+  expect "$1/fd1?s=0" 503 '{"error":"server out of resources"}'
+  limit_fds
+  wait "$bg"
+  grep -q 'event=postgres_no_resources route=/fd1 call="eventfd' "$2" ||
+    fail "the eventfd failure is not logged"
+  expect "$1/fd1?s=0" 200 '[{"fd1_query":""}]'
+}
