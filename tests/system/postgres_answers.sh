@@ -15,7 +15,10 @@
 #   e. RLIMIT_NOFILE lowered (prlimit) on the running worker processes to
 #      what they hold: a route that must open a connection answers 503 "server
 #      out of resources", logged, the daemon alive; under async a pool wait
-#      whose eventfd cannot be had likewise; limits restored: served again.
+#      whose eventfd cannot be had likewise; limits restored: served again;
+#   f. (check_timeout, item 3 of postgres_test.sh) a query past the route's
+#      timeout: the connection state machine's 504, counted in
+#      request_timeouts, the query cancelled.
 
 answers_setup() {  # once, after the cluster is up
   sql "CREATE TABLE u (id int PRIMARY KEY);
@@ -99,6 +102,31 @@ query = "SELECT pg_sleep(\$1::float8) AS fd1_query"
 params = ["s"]
 pool = 1
 EOF
+}
+
+request_timeouts() {  # BASE: the daemon's count of 504s it timed
+  curl -s "$1/status" | python3 -c 'import json, sys; print(json.load(sys.stdin)["request_timeouts"])'
+}
+
+check_timeout() {  # BASE LOG
+  local out code t before
+  before=$(request_timeouts "$1")
+  out=$(curl -s -o "$work/body" -w '%{http_code} %{time_total}' "$1/slow?s=30")
+  read -r code t <<<"$out"
+  [[ $code == 504 ]] || fail "query past timeout: got $code, want 504"
+  # The connection state machine times the request (the exchange keeps no
+  # deadline of its own): its answer, counted in request_timeouts.
+  [[ $(cat "$work/body") == "request timeout" ]] ||
+    fail "504 body: $(cat "$work/body")"
+  (($(request_timeouts "$1") == before + 1)) ||
+    fail "the 504 is not counted in request_timeouts"
+  python3 -c "import sys; sys.exit(0 if float('$t') < 2.0 else 1)" ||
+    fail "504 took ${t}s for a 500ms timeout"
+  # It timed out running (not connecting), so there was a query to cancel.
+  wait_for "grep -q 'event=postgres_cancelled route=/slow phase=execute' '$2'" 2 ||
+    fail "no cancel logged for the timed-out query"
+  wait_for "[[ \$(running slow_query) == 0 ]]" 2 ||
+    fail "the timed-out query still runs: $(sql "SELECT pid, state, query FROM pg_stat_activity WHERE query LIKE '%slow_query%'")"
 }
 
 expect() {  # URL STATUS BODY: the answer is exactly that

@@ -310,31 +310,6 @@ check_passfiles() {  # BASE LOG
     fail "the refused connection is not logged with libpq's message"
 }
 
-request_timeouts() {  # BASE: the daemon's count of 504s it timed
-  curl -s "$1/status" | python3 -c 'import json, sys; print(json.load(sys.stdin)["request_timeouts"])'
-}
-
-check_timeout() {  # BASE LOG
-  local out code t before
-  before=$(request_timeouts "$1")
-  out=$(curl -s -o "$work/body" -w '%{http_code} %{time_total}' "$1/slow?s=30")
-  read -r code t <<<"$out"
-  [[ $code == 504 ]] || fail "query past timeout: got $code, want 504"
-  # The connection state machine times the request (the exchange keeps no
-  # deadline of its own): its answer, counted in request_timeouts.
-  [[ $(cat "$work/body") == "request timeout" ]] ||
-    fail "504 body: $(cat "$work/body")"
-  (($(request_timeouts "$1") == before + 1)) ||
-    fail "the 504 is not counted in request_timeouts"
-  python3 -c "import sys; sys.exit(0 if float('$t') < 2.0 else 1)" ||
-    fail "504 took ${t}s for a 500ms timeout"
-  # It timed out running (not connecting), so there was a query to cancel.
-  wait_for "grep -q 'event=postgres_cancelled route=/slow phase=execute' '$2'" 2 ||
-    fail "no cancel logged for the timed-out query"
-  wait_for "[[ \$(running slow_query) == 0 ]]" 2 ||
-    fail "the timed-out query still runs: $(sql "SELECT pid, state, query FROM pg_stat_activity WHERE query LIKE '%slow_query%'")"
-}
-
 check_client_close() {  # BASE
   curl -s -o /dev/null --max-time 30 "$1/sleep?s=30" &
   local cpid=$!
