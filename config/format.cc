@@ -213,8 +213,9 @@ std::string FormatConfig(const Config& c,
         << "path = " << QuoteToml(m.path) << "\n";
   }
   for (const RouteConfig& r : c.routes) {
-    // A module's route keys are shown as written: the module checks them.
-    FormatRoute(r, r.module ? nullptr : FindSchema(handlers, r.handler), out);
+    // A module that declares its keys is in `handlers` (its keys are shown
+    // with their docs and defaults); another's keys are shown as written.
+    FormatRoute(r, FindSchema(handlers, r.handler), out);
   }
   return out.str();
 }

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "config/loader.h"
 #include "daemon/advisor/advise_client.h"
@@ -141,14 +142,9 @@ int main(int argc, char** argv) {
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = o.single;
   if (o.advise) return AdviseConfig(config);
-  if (o.print) {
-    fputs(gearbox::FormatConfig(config, gearbox::HandlerSchemas()).c_str(),
-          stdout);
-    return 0;
-  }
-  // -t says only what is wrong; a run logs what it loads.
-  gearbox::InitLogging(test ? "warn" : config.log.level);
-  if (!test) {
+  // -t and -p say only what is wrong; a run logs what it loads.
+  gearbox::InitLogging(test || o.print ? "warn" : config.log.level);
+  if (!test && !o.print) {
     gearbox::LogInfo("starting", "version={} model={} config={} pid={}",
                      kVersion, config.server.model,
                      gearbox::LogQuote(config.source), getpid());
@@ -156,10 +152,23 @@ int main(int argc, char** argv) {
   // Modules load here, in the master, before any worker exists (prefork
   // children share the pages); -t loads them too, so a missing file, a wrong
   // ABI or a route key a module rejects is a config error.
+  // -p loads them too: a module's declared keys are printed with their
+  // defaults, as a built-in handler's are.
   gearbox::ModulesResult modules = gearbox::Modules::Load(config);
   if (auto* e = std::get_if<gearbox::ConfigError>(&modules)) {
     fprintf(stderr, "%s\n", e->ToString().c_str());
     return 2;
+  }
+  if (o.print) {
+    std::vector<gearbox::HandlerSchema> schemas(
+        gearbox::HandlerSchemas().begin(), gearbox::HandlerSchemas().end());
+    for (const gearbox::HandlerSchema& s :
+         std::get<std::shared_ptr<const gearbox::Modules>>(modules)
+             ->Schemas()) {
+      schemas.push_back(s);
+    }
+    fputs(gearbox::FormatConfig(config, schemas).c_str(), stdout);
+    return 0;
   }
   if (test) {
     fprintf(stderr, "gearboxd: configuration %s is valid\n",

@@ -109,7 +109,11 @@ void WaitHandlerFds(BlockingConnection& c, const Interest& i) {
     const short re = fds[1 + k].revents;
     if (re & POLLIN) ready[k] |= kFdReadable;
     if (re & POLLOUT) ready[k] |= kFdWritable;
-    if (re & (POLLERR | POLLHUP | POLLNVAL)) ready[k] |= kFdError;
+    // An error or hang-up wakes every event the wait asked for, as epoll
+    // does under the async model: a failed connect() is WRITABLE | ERROR.
+    if (re & (POLLERR | POLLHUP))
+      ready[k] |= kFdError | i.handler_fds[k].events;
+    if (re & POLLNVAL) ready[k] |= kFdError;
   }
   c.conn.HandlerFdsReady(std::span<const uint8_t>(ready, n), now);
 }

@@ -1,9 +1,11 @@
 #include "daemon/modules/module_handler.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "daemon/logging.h"
+#include "daemon/modules/module_host.h"
 
 namespace gearbox {
 namespace {
@@ -40,8 +42,12 @@ class ModuleExchange final : public Exchange {
  private:
   // The module's answer as a Step; a malformed one is the module's bug: 500.
   Step ToStep(const gearbox_step& next, Response& response) const {
-    const auto timeout =
-        std::chrono::microseconds(std::max<int64_t>(next.timeout_us, 0));
+    // GEARBOX_NO_TIMEOUT (or any wait past the route's deadline, itself at
+    // most a year) is cut to one that cannot overflow the clock: the route's
+    // deadline ends it first.
+    constexpr int64_t kLongestUs = int64_t{1} << 50;  // ~35 years
+    const auto timeout = std::chrono::microseconds(
+        std::clamp<int64_t>(next.timeout_us, 0, kLongestUs));
     if (next.kind == GEARBOX_STEP_DONE) return Step::Done();
     if (next.kind == GEARBOX_STEP_TIMER) return Step::WaitFor(timeout);
     bool ok = next.kind == GEARBOX_STEP_FDS && next.nfds <= kMaxWaitFds;
@@ -74,14 +80,36 @@ class ModuleHandler final : public Handler {
                 void* route_handler, const gearbox_worker& worker)
       : owner_(std::move(owner)), library_(library), handler_(route_handler) {
     const gearbox_module& api = library_.api();
-    instance_ = api.worker_init ? api.worker_init(handler_, &worker) : handler_;
+    if (!api.worker_init) {
+      instance_ = handler_;
+      return;
+    }
+    WorkerInitState init;
+    init.worker = &worker;
+    SetWorkerInit(&init);
+    instance_ = api.worker_init(handler_, &worker);
+    SetWorkerInit(nullptr);
+    if (!init.failed) return;
+    // The module freed what it made: its instance is not used again.
+    failed_ = true;
+    instance_ = nullptr;
+    LogError("module_worker_init_failed",
+             "module={} worker={} gen={} msg={} answering=503", library_.name(),
+             worker.index, worker.generation, LogQuote(init.error));
   }
   ~ModuleHandler() override {
     const gearbox_module& api = library_.api();
-    if (api.worker_exit) api.worker_exit(handler_, instance_);
+    if (api.worker_exit && !failed_) api.worker_exit(handler_, instance_);
   }
 
   std::unique_ptr<Exchange> Start(const Request& request) override {
+    if (failed_) {
+      return Immediately([](Response& response) {
+        response.status = 503;
+        response.extra_headers = "Retry-After: 1\r\n";
+        response.body = "service unavailable\n";
+      });
+    }
     // The worker's own scratch: no lock, no allocation once warm.
     headers_.clear();
     for (const Header& h : request.headers) {
@@ -113,6 +141,7 @@ class ModuleHandler final : public Handler {
   const ModuleLibrary& library_;
   void* handler_;
   void* instance_ = nullptr;
+  bool failed_ = false;  // worker_init() called worker_error()
   std::vector<gearbox_header> headers_;
 };
 

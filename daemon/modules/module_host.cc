@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -18,6 +19,7 @@ namespace {
 
 thread_local int t_worker = -1;
 thread_local int t_generation = 0;
+thread_local WorkerInitState* t_worker_init = nullptr;
 
 std::string_view View(gearbox_str s) {
   return s.size && s.data ? std::string_view(s.data, s.size)
@@ -51,9 +53,20 @@ std::string Describe(const ParamValue& value) {
   return "a string";
 }
 
-// The key's value once declared, or null when the route does not set it.
+// The key's value once declared, or null when the route does not set it
+// (a module with a key list had its defaults filled in before create()).
 const ParamValue* Declare(gearbox_route* route, const char* key) {
   if (!key) return nullptr;
+  if (route->keys) {
+    const RouteParam* param = route->route->params.Find(key);
+    if (!param) {
+      RouteError(route, nullptr,
+                 (std::string("the module reads key ") + key +
+                  ", which its key list does not declare")
+                     .c_str());
+    }
+    return param ? &param->value : nullptr;
+  }
   if (std::find(route->read.begin(), route->read.end(), key) ==
       route->read.end()) {
     route->read.emplace_back(key);
@@ -66,7 +79,7 @@ int RouteInt(gearbox_route* route, const char* key, int64_t default_value,
              int64_t min, int64_t max, int64_t* out) {
   *out = default_value;
   const ParamValue* value = Declare(route, key);
-  if (!value) return 1;
+  if (!value) return route->keys ? 0 : 1;
   const auto* n = std::get_if<int64_t>(value);
   if (!n) {
     RouteError(route, key,
@@ -88,7 +101,7 @@ int RouteBool(gearbox_route* route, const char* key, int default_value,
               int* out) {
   *out = default_value;
   const ParamValue* value = Declare(route, key);
-  if (!value) return 1;
+  if (!value) return route->keys ? 0 : 1;
   const auto* b = std::get_if<bool>(value);
   if (!b) {
     RouteError(route, key,
@@ -104,7 +117,7 @@ int RouteString(gearbox_route* route, const char* key,
   *out = default_value ? gearbox_str{default_value, strlen(default_value)}
                        : gearbox_str{nullptr, 0};
   const ParamValue* value = Declare(route, key);
-  if (!value) return 1;
+  if (!value) return route->keys ? 0 : 1;
   const auto* s = std::get_if<std::string>(value);
   if (!s) {
     RouteError(route, key,
@@ -117,6 +130,30 @@ int RouteString(gearbox_route* route, const char* key,
 
 gearbox_str RoutePath(const gearbox_route* route) {
   return Str(route->route->path);
+}
+
+int64_t RouteTimeoutUs(const gearbox_route* route) {
+  return route->timeout.count();
+}
+
+// --- clock and workers -------------------------------------------------------
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void WorkerError(const gearbox_worker* worker, const char* message) {
+  WorkerInitState* init = t_worker_init;
+  if (!init || init->worker != worker) {
+    LogError("module_misuse",
+             "msg=\"worker_error() called outside worker_init(): ignored\"");
+    return;
+  }
+  if (init->failed) return;  // the first reason is the one logged
+  init->failed = true;
+  init->error = message && *message ? message : "worker_init failed";
 }
 
 // --- request ---------------------------------------------------------------
@@ -284,7 +321,12 @@ void InitModuleHost(ModuleHost& host, const std::string& name) {
   t.append_body = &AppendBody;
   t.log = &Log;
   t.log_enabled = &LogEnabled;
+  t.now_us = &NowUs;
+  t.route_timeout_us = &RouteTimeoutUs;
+  t.worker_error = &WorkerError;
 }
+
+void SetWorkerInit(WorkerInitState* state) { t_worker_init = state; }
 
 void SetModuleLogWorker(int worker, int generation) {
   t_worker = worker;

@@ -17,6 +17,10 @@
 // A [[route]]'s keys while the module's create() reads them.
 struct gearbox_route {
   const gearbox::RouteConfig* route = nullptr;
+  gearbox::Duration timeout{};  // the route's effective deadline
+  // The module's declared keys (gearbox_module.keys), or null: then reading
+  // a key declares it.
+  const gearbox_key* keys = nullptr;
   std::vector<std::string> read;  // keys the module asked for (declared)
   // The first error create() caused, and where it points.
   std::optional<std::string> error;
@@ -41,6 +45,15 @@ struct ModuleHost {
   gearbox_host table;
   char name[65];  // the [[module]] name (the loader allows 64 characters)
 };
+
+// A worker_init() in progress on this thread: what worker_error() marks.
+struct WorkerInitState {
+  const gearbox_worker* worker = nullptr;
+  bool failed = false;
+  std::string error;
+};
+// Sets the calling thread's worker_init() in progress (null: none).
+void SetWorkerInit(WorkerInitState* state);
 
 // Fills the table with gearboxd's functions.
 void InitModuleHost(ModuleHost& host, const std::string& name);

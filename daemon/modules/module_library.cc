@@ -172,6 +172,13 @@ std::shared_ptr<ModuleLibrary> ModuleLibrary::Load(const std::string& name,
              "resume and finish are required)";
     return nullptr;
   }
+  if (api.keys) {
+    lib->keys_ = ModuleKeys::Read(name.c_str(), api.keys, error);
+    if (!lib->keys_) {
+      *error = Quote(path) + ": " + *error;
+      return nullptr;
+    }
+  }
   LogInfo("module_loaded", "module={} path={} abi={} name={}", name,
           LogQuote(path), Version(module->abi_major, module->abi_minor),
           LogQuote(api.name ? api.name : ""));

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "daemon/modules/module_host.h"
+#include "daemon/modules/module_keys.h"
 
 namespace gearbox {
 
@@ -36,6 +37,8 @@ class ModuleLibrary {
   // The module's callbacks; fields past its struct_size are null.
   const gearbox_module& api() const { return api_; }
   const char* name() const { return host_.name; }
+  // The route keys the module declares (ABI 1.1), or null.
+  const ModuleKeys* keys() const { return keys_.get(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -46,6 +49,7 @@ class ModuleLibrary {
   std::string path_;
   ModuleHost host_;
   gearbox_module api_{};
+  std::unique_ptr<const ModuleKeys> keys_;
 };
 
 // What ABI check fails for `module`, or empty ("built for module ABI 2.0;

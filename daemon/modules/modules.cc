@@ -50,7 +50,7 @@ std::optional<ConfigError> UnreadKey(const Config& config, size_t index,
 
 }  // namespace
 
-ModulesResult Modules::Load(const Config& config) {
+ModulesResult Modules::Load(Config& config) {
   std::shared_ptr<Modules> modules(new Modules());
   for (size_t i = 0; i < config.modules.size(); ++i) {
     const ModuleConfig& m = config.modules[i];
@@ -63,14 +63,23 @@ ModulesResult Modules::Load(const Config& config) {
     modules->libraries_.push_back(std::move(library));
   }
   for (size_t i = 0; i < config.routes.size(); ++i) {
-    const RouteConfig& r = config.routes[i];
+    RouteConfig& r = config.routes[i];
     if (!r.module) continue;
     const auto m = std::find_if(config.modules.begin(), config.modules.end(),
                                 [&](auto& m) { return m.name == r.handler; });
     if (m == config.modules.end()) abort();  // the loader checked the name
     const auto& library = modules->libraries_[m - config.modules.begin()];
+    if (const ModuleKeys* keys = library->keys()) {
+      SourcePosition where;
+      if (auto problem = keys->Apply(r.params, &where)) {
+        return At(config, where.in_file() ? where : r.where,
+                  Label(i) + (where.in_file() ? " " : ": ") + *problem);
+      }
+    }
     gearbox_route route;
     route.route = &r;
+    route.timeout = RouteTimeout(r, config.limits);
+    route.keys = library->keys() ? library->api().keys : nullptr;
     void* handler = library->api().create(&route);
     if (route.error || !handler) {
       // A handler made despite an error is the module's: give it back.
@@ -83,9 +92,18 @@ ModulesResult Modules::Load(const Config& config) {
     }
     // Kept before the check below, so a rejected handler is destroyed too.
     modules->routes_.push_back({r.path, library, handler});
+    if (route.keys) continue;  // checked against the list before create()
     if (auto unread = UnreadKey(config, i, route, r.handler)) return *unread;
   }
   return std::shared_ptr<const Modules>(std::move(modules));
+}
+
+std::vector<HandlerSchema> Modules::Schemas() const {
+  std::vector<HandlerSchema> schemas;
+  for (const auto& library : libraries_) {
+    if (library->keys()) schemas.push_back(library->keys()->schema());
+  }
+  return schemas;
 }
 
 Modules::~Modules() {

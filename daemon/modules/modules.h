@@ -26,8 +26,10 @@ class Modules : public std::enable_shared_from_this<Modules> {
  public:
   // Loads every [[module]] of `config` and runs create() for every route
   // that names one. A missing file, a failed dlopen, a wrong ABI, a key the
-  // module rejects or never reads: a ConfigError at file:line:col.
-  static ModulesResult Load(const Config& config);
+  // module rejects or never reads: a ConfigError at file:line:col. The
+  // routes of a module that declares its keys get them checked and their
+  // defaults filled in (in `config`, as the loader does for built-ins).
+  static ModulesResult Load(Config& config);
   // destroy() for every route handler, then the libraries unload (the
   // generation has drained: no worker holds an instance).
   ~Modules();
@@ -35,6 +37,9 @@ class Modules : public std::enable_shared_from_this<Modules> {
   Modules& operator=(const Modules&) = delete;
 
   bool empty() const { return routes_.empty(); }
+  // The key schemas of the modules that declare their keys, named by their
+  // [[module]] name (for -p); valid as long as this object.
+  std::vector<HandlerSchema> Schemas() const;
   // The calling worker's own instance of the module route at `path`
   // (worker_init() runs now, on this thread). Null for another path.
   std::unique_ptr<Handler> MakeHandler(std::string_view path, int worker,

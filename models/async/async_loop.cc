@@ -1,5 +1,6 @@
 #include "models/async/async_loop.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -371,6 +372,13 @@ void AsyncLoop::OnHandlerFd(AsyncFdWaits::Slot* slot, short what) {
   ready[slot->index] =
       static_cast<uint8_t>(((what & EV_READ) ? kFdReadable : 0) |
                            ((what & EV_WRITE) ? kFdWritable : 0));
+  // libevent reports an error or hang-up as plain readiness; a poll() that
+  // asks for nothing returns only POLLERR/POLLHUP, so the wake carries
+  // kFdError as under the blocking models (one syscall per fd wake).
+  pollfd p{static_cast<int>(event_get_fd(&slot->ev)), 0, 0};
+  if (poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP))) {
+    ready[slot->index] |= kFdError;
+  }
   DisarmHandlerFds(c);
   const Clock::time_point now = Clock::now();
   c->conn.HandlerFdsReady(std::span<const uint8_t>(ready, kMaxWaitFds), now);

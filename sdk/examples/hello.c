@@ -22,9 +22,15 @@ struct hello {
   size_t size;
 };
 
+/* The route's keys (ABI 1.1): `gearboxd -p` shows them with defaults. */
+static const gearbox_key keys[] = {
+    GEARBOX_KEY_STRING("text", "hello from a module\n", "The response body"),
+    GEARBOX_KEY_END,
+};
+
 static void *create(gearbox_route *route) {
   gearbox_str text;
-  if (!gb->route_string(route, "text", "hello from a module\n", &text))
+  if (!gb->route_string(route, "text", NULL, &text))
     return NULL;
   struct hello *h = malloc(sizeof *h);
   if (!h) return NULL;
@@ -71,6 +77,7 @@ const gearbox_module *gearbox_module_init(const gearbox_host *host) {
       .start = start,
       .resume = resume,
       .finish = finish,
+      .keys = keys,
   };
   gb = host;
   return &module;

@@ -44,10 +44,21 @@ struct wait {
   int fd;
 };
 
+/* The route keys, checked by gearboxd before create() and printed by
+ * `gearboxd -p` with their defaults. */
+static const gearbox_key keys[] = {
+    GEARBOX_KEY_INT("ms", 10, 0, 3600000, "The wait without ?ms=N, in ms"),
+    GEARBOX_KEY_INT("max_ms", 1000, 0, 3600000,
+                    "The largest wait ?ms=N may ask for, in ms"),
+    GEARBOX_KEY_END,
+};
+
 static void *create(gearbox_route *r) {
   int64_t ms, max_ms;
-  if (!gb->route_int(r, "max_ms", 1000, 0, 3600000, &max_ms) ||
-      !gb->route_int(r, "ms", 10, 0, 3600000, &ms))
+  /* Declared keys: the getters return the route's value or the declared
+   * default (the 0 passed here is not used). */
+  if (!gb->route_int(r, "max_ms", 0, 0, 3600000, &max_ms) ||
+      !gb->route_int(r, "ms", 0, 0, 3600000, &ms))
     return NULL;
   if (ms > max_ms) {
     char why[128];
@@ -146,6 +157,7 @@ const gearbox_module *gearbox_module_init(const gearbox_host *host) {
       .start = start,
       .resume = resume,
       .finish = finish,
+      .keys = keys,
   };
   gb = host;
   return &module;

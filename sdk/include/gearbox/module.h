@@ -38,7 +38,9 @@
  *                             a threadpool thread, an async loop, on its own
  *                             thread), once per route: the worker's instance,
  *                             e.g. its backend connections. Only that worker
- *                             ever uses it, so it needs no locks.
+ *                             ever uses it, so it needs no locks. It may fail
+ *                             (1.1: host->worker_error): the route then
+ *                             answers 503 on that worker.
  *      start / resume / finish  one exchange (request), on the worker that
  *                             started it, never on two threads at once.
  *                             An async loop runs many exchanges of one
@@ -48,8 +50,34 @@
  *  - Callbacks must not block: a blocking call holds its worker (prefork,
  *    threadpool) or stalls every connection of its loop (async). Wait through
  *    resume()'s gearbox_step instead: a timer, or fds readable/writable with
- *    a deadline. Every kind of wait works under every concurrency model; a
+ *    a timeout. Every kind of wait works under every concurrency model; a
  *    module never learns which model runs it.
+ *  - Time: every timeout in this header is relative, in microseconds from
+ *    the moment resume() returns. host->now_us() (1.1) is gearboxd's clock
+ *    (CLOCK_MONOTONIC): use it for the module's own arithmetic. Every wait
+ *    also ends at the route's deadline (its `timeout`, else [limits]
+ *    request_timeout; host->route_timeout_us() in create()): past it the
+ *    client gets 504 and finish() runs, with no further resume().
+ *  - Signals: SIGPIPE is ignored in every process of gearboxd, under every
+ *    model: a write to a socket or pipe whose reader is gone fails with
+ *    EPIPE and never kills the worker. Leave signal dispositions alone.
+ *  - File descriptors (the module's own: backend sockets, timerfds, pipes):
+ *      - gearboxd never reads, writes or closes them, and stops watching an
+ *        fd before it calls resume() or finish() for the wait that named it.
+ *        So resume() may close an fd it waited on (and ask for a wait on a
+ *        new one, which may reuse the number), and finish() may close the
+ *        exchange's fds.
+ *      - An fd may outlive an exchange: a worker instance may keep a pool of
+ *        backend connections, and successive exchanges (of any connection)
+ *        may wait on the same fd. Make it non-blocking and close-on-exec.
+ *      - Two exchanges may wait on one fd at the same time (only an async
+ *        loop runs two exchanges of an instance at once): both are woken
+ *        when it is ready, and the one that reads second may meet EAGAIN:
+ *        it waits again. Better: let one exchange own a pooled fd at a time.
+ *      - Close an fd only while no other exchange waits on it (give it back
+ *        to the pool, or close it from the exchange that holds it). An fd
+ *        closed under another exchange's wait leaves that exchange waiting
+ *        until its timeout.
  *  - A reload loads a fresh private copy of the .so for the new generation
  *    (a rebuilt file is picked up); the old generation keeps its copy until
  *    it has drained. Module globals are per copy.
@@ -69,7 +97,7 @@ extern "C" {
 #endif
 
 #define GEARBOX_ABI_MAJOR 1
-#define GEARBOX_ABI_MINOR 0
+#define GEARBOX_ABI_MINOR 1
 
 /* Bytes, not NUL-terminated. size 0 (data may be NULL): empty or absent. */
 typedef struct gearbox_str {
@@ -110,7 +138,12 @@ typedef struct gearbox_worker {
 
 #define GEARBOX_FD_READABLE 1u
 #define GEARBOX_FD_WRITABLE 2u
-#define GEARBOX_FD_ERROR 4u /* in a wake only: error or hang-up on the fd */
+/* In a wake only: an error or hang-up is pending on the fd. It comes with
+ * the events the wait asked for (a failed connect() wakes a WRITABLE wait as
+ * WRITABLE | ERROR, under every model): read or write to learn more, or, for
+ * a non-blocking connect(), getsockopt(fd, SOL_SOCKET, SO_ERROR) for the
+ * reason (ECONNREFUSED, ...). gearboxd only polls: SO_ERROR is still there. */
+#define GEARBOX_FD_ERROR 4u
 #define GEARBOX_MAX_WAIT_FDS 4
 
 typedef struct gearbox_fd_wait {
@@ -122,15 +155,24 @@ typedef struct gearbox_fd_wait {
 enum gearbox_step_kind {
   GEARBOX_STEP_DONE = 0,  /* the response is complete */
   GEARBOX_STEP_TIMER = 1, /* resume after timeout_us */
-  GEARBOX_STEP_FDS = 2,   /* resume when an fd is ready, or at timeout_us */
+  GEARBOX_STEP_FDS = 2,   /* resume when an fd is ready, or after timeout_us */
 };
 
-/* What an exchange needs next: resume()'s answer. gearboxd sets it to DONE
- * before each resume(); use the helpers below to ask for a wait. */
+/* A timeout_us that never ends a wait by itself: the route's deadline (504)
+ * still does. 0 or less: at once (a TIMER resumes on the next turn; an FDS
+ * wait whose fds are not ready wakes with GEARBOX_WAKE_DEADLINE). */
+#define GEARBOX_NO_TIMEOUT INT64_MAX
+
+/* What an exchange needs next: resume()'s answer. Before every resume()
+ * gearboxd resets the whole struct: kind DONE, timeout_us 0, nfds 0, fds
+ * zeroed. So a resume() that sets nothing answers, and gearbox_wait_fd()
+ * always starts from an empty list. Use the helpers below to ask for a
+ * wait. */
 typedef struct gearbox_step {
   uint32_t struct_size;
   uint32_t kind;      /* enum gearbox_step_kind */
-  int64_t timeout_us; /* TIMER: the delay; FDS: the deadline, from now */
+  int64_t timeout_us; /* relative, in microseconds: TIMER's delay, FDS's
+                         longest wait (not a deadline: see now_us) */
   uint32_t nfds;
   gearbox_fd_wait fds[GEARBOX_MAX_WAIT_FDS];
 } gearbox_step;
@@ -158,15 +200,17 @@ static inline void gearbox_wait_timer(gearbox_step *next, int64_t timeout_us) {
 }
 
 /* Resume once one of the fds added with gearbox_wait_fd() is ready, or after
- * `timeout_us` (GEARBOX_WAKE_DEADLINE). */
+ * `timeout_us` microseconds from now (GEARBOX_WAKE_DEADLINE); a relative
+ * timeout, not a deadline. GEARBOX_NO_TIMEOUT: until an fd is ready or the
+ * route's deadline. Add the fds first or after: order does not matter. */
 static inline void gearbox_wait_fds(gearbox_step *next, int64_t timeout_us) {
   next->kind = GEARBOX_STEP_FDS;
   next->timeout_us = timeout_us;
 }
 
-/* Adds an fd to an FDS step. Returns 0, or -1 when GEARBOX_MAX_WAIT_FDS are
- * there already. gearboxd never reads or closes the fd: the module owns it,
- * and may close it in finish() (its wait is removed before that). */
+/* Adds an fd to an FDS step (`next` starts empty on every resume()).
+ * Returns 0, or -1 when GEARBOX_MAX_WAIT_FDS are there already. The module
+ * owns the fd (see "File descriptors" at the top). */
 static inline int gearbox_wait_fd(gearbox_step *next, int fd, uint32_t events) {
   if (next->nfds >= GEARBOX_MAX_WAIT_FDS) return -1;
   next->fds[next->nfds].fd = fd;
@@ -196,12 +240,25 @@ typedef struct gearbox_host {
   uint32_t abi_minor;
   uint32_t struct_size; /* check it before calling a field a later minor added */
 
-  /* Route keys, during create() only. Reading a key declares it: after
-   * create() returns, a key of the route that the module never read is an
-   * error ("unknown key"). A wrong type or a value outside [min, max] is
-   * reported by gearboxd at the key's file:line:col; the getter returns 0
-   * then, and create() should return NULL. Absent keys give the default and
-   * return 1. */
+  /* Route keys, during create() only. gearboxd owns the keys every route
+   * has: path, handler, timeout (and methods, with method routing); a module
+   * never sees them, and may not declare them. Every other key of the route
+   * is the module's.
+   *
+   * A module that lists its keys (gearbox_module.keys, 1.1) has them checked
+   * before create() (type, bounds, required) and shown by `gearboxd -p` with
+   * their defaults; the getters then return the declared default for an
+   * absent key (their default_value argument is not used), and reading an
+   * undeclared key is an error. Without a list, reading a key declares it:
+   * after create() returns, a key of the route that the module never read is
+   * an error ("unknown key").
+   *
+   * A wrong type or a value outside [min, max] is reported by gearboxd at
+   * the key's file:line:col; the getter returns 0 then, and create() should
+   * return NULL. Absent keys give the default and return 1. A NULL
+   * default_value does not make a key required: route_string then gives
+   * {NULL, 0} for an absent key. To require a key, declare it with
+   * GEARBOX_KEY_REQUIRED, or check and call route_error(). */
   int (*route_int)(gearbox_route *route, const char *key, int64_t default_value,
                    int64_t min, int64_t max, int64_t *out);
   int (*route_bool)(gearbox_route *route, const char *key, int default_value,
@@ -233,6 +290,8 @@ typedef struct gearbox_host {
    * replaces the default. */
   int (*set_header)(gearbox_response *response, gearbox_str name,
                     gearbox_str value);
+  /* Both copy `data` at once: the module's buffer may be freed or reused as
+   * soon as they return. The body is sent once the exchange is DONE. */
   void (*set_body)(gearbox_response *response, const char *data, size_t size);
   void (*append_body)(gearbox_response *response, const char *data,
                       size_t size);
@@ -246,6 +305,28 @@ typedef struct gearbox_host {
               const char *message);
   /* Whether a line at `level` would be written (skip building it if not). */
   int (*log_enabled)(const struct gearbox_host *host, int level);
+
+  /* --- ABI 1.1 ---
+   * A module built against 1.1 loads only into a gearboxd that provides at
+   * least 1.1, so it may call these without checking struct_size. */
+
+  /* gearboxd's clock: CLOCK_MONOTONIC in microseconds, the clock its
+   * timeouts run on. Anywhere, on any thread. */
+  int64_t (*now_us)(void);
+  /* During create(): the route's deadline in microseconds, handler start to
+   * response complete (its `timeout`, else [limits] request_timeout). Past
+   * it the client gets 504 and the exchange is finished: bound backend waits
+   * by less, to answer 502/504 with a body of the module's own. */
+  int64_t (*route_timeout_us)(const gearbox_route *route);
+  /* During worker_init() only: this worker's instance cannot be made (a
+   * file it needs, an allocation). gearboxd logs `message` (level=error
+   * event=module_worker_init_failed module= worker= gen=), ignores what
+   * worker_init() returns and calls no worker_exit() for it: free what it
+   * made before returning. The route then answers 503 (with Retry-After) on
+   * this worker until the worker stops; a reload or a new worker tries
+   * again. A backend that is down is not a reason: connect lazily and answer
+   * 502/503 per request instead, so the worker recovers with the backend. */
+  void (*worker_error)(const gearbox_worker *worker, const char *message);
 } gearbox_host;
 
 #if defined(__GNUC__)
@@ -271,6 +352,36 @@ static inline void gearbox_logf(const gearbox_host *host, int level,
 
 /* --- what a module offers gearboxd ---------------------------------------- */
 
+/* A route key the module declares (1.1), as built-in handlers declare theirs:
+ * gearboxd checks a route's keys against the list before create(), and
+ * `gearboxd -p` prints every key with its default and doc line. */
+enum gearbox_key_type {
+  GEARBOX_TYPE_INT = 1,    /* a TOML integer in [min, max] */
+  GEARBOX_TYPE_BOOL = 2,   /* true or false */
+  GEARBOX_TYPE_STRING = 3, /* a TOML string */
+};
+#define GEARBOX_KEY_REQUIRED 1u /* flags: a route must set it */
+
+typedef struct gearbox_key {
+  const char *name;           /* a bare TOML key; NULL ends the list */
+  uint32_t type;              /* enum gearbox_key_type */
+  uint32_t flags;             /* GEARBOX_KEY_REQUIRED or 0 */
+  int64_t int_default;        /* INT, and BOOL (0 or 1) */
+  int64_t min, max;           /* INT: inclusive bounds */
+  const char *string_default; /* STRING: NULL is "" */
+  const char *doc;            /* one line, for -p: "The delay in ms" */
+} gearbox_key;
+
+#define GEARBOX_KEY_INT(name, default_value, min, max, doc) \
+  {(name), GEARBOX_TYPE_INT, 0, (default_value), (min), (max), NULL, (doc)}
+#define GEARBOX_KEY_BOOL(name, default_value, doc) \
+  {(name), GEARBOX_TYPE_BOOL, 0, (default_value), 0, 1, NULL, (doc)}
+#define GEARBOX_KEY_STRING(name, default_value, doc) \
+  {(name), GEARBOX_TYPE_STRING, 0, 0, 0, 0, (default_value), (doc)}
+#define GEARBOX_KEY_REQUIRED_STRING(name, doc) \
+  {(name), GEARBOX_TYPE_STRING, GEARBOX_KEY_REQUIRED, 0, 0, 0, NULL, (doc)}
+#define GEARBOX_KEY_END {NULL, 0, 0, 0, 0, 0, NULL, NULL}
+
 typedef struct gearbox_module {
   uint32_t abi_major;   /* GEARBOX_ABI_MAJOR */
   uint32_t abi_minor;   /* GEARBOX_ABI_MINOR the module was built against */
@@ -286,8 +397,10 @@ typedef struct gearbox_module {
 
   /* Optional. In each worker, on its thread: the worker's own instance for
    * this route (NULL is a valid instance). Without worker_init, the instance
-   * passed to start() is the handler itself. It cannot fail: connect to
-   * backends lazily and answer 502/503 while one is down. */
+   * passed to start() is the handler itself. To fail, call
+   * host->worker_error() (1.1) before returning: the route answers 503 on
+   * this worker. A 1.0 module cannot fail here: connect to backends lazily
+   * and answer 502/503 while one is down. */
   void *(*worker_init)(void *handler, const gearbox_worker *worker);
   /* Optional. The worker is stopping cleanly: close what worker_init
    * opened. */
@@ -304,10 +417,17 @@ typedef struct gearbox_module {
   void (*resume)(void *exchange, const gearbox_wake *wake,
                  gearbox_response *response, gearbox_step *next);
   /* Required. The exchange is over: answered, or cancelled (the client
-   * closed, the server stops). Its waits are already removed: free the
-   * state and close its fds here. Called exactly once per start() that
-   * returned non-NULL. */
+   * closed, the route's deadline passed, the server stops). Its waits are
+   * already removed: free the state and close its fds here. Called exactly
+   * once per start() that returned non-NULL. */
   void (*finish)(void *exchange);
+
+  /* --- ABI 1.1 (a 1.0 module's struct ends above: gearboxd reads only
+   * struct_size bytes) --- */
+
+  /* Optional: the route keys, ended by GEARBOX_KEY_END; NULL: the module
+   * declares keys by reading them (see gearbox_host's route getters). */
+  const gearbox_key *keys;
 } gearbox_module;
 
 /* The one symbol a module exports. */

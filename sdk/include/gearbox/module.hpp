@@ -23,9 +23,15 @@
 //   };
 //   GEARBOX_CXX_MODULE(Hello, "hello")
 //
+// A handler type may declare its route keys (ABI 1.1) as a static member:
+//   static constexpr gearbox_key kKeys[] = {
+//       GEARBOX_KEY_STRING("text", "hello\n", "The response body"),
+//       GEARBOX_KEY_END};
+//
 // Exceptions never cross into gearboxd: one thrown by Create() rejects the
-// route, by Start() answers 500, by Resume() ends the exchange with 500;
-// each is logged.
+// route, by the Instance's constructor fails that worker's instance (503),
+// by Start() answers 500, by Resume() ends the exchange with 500; each is
+// logged.
 #ifndef GEARBOX_MODULE_HPP_
 #define GEARBOX_MODULE_HPP_
 
@@ -37,6 +43,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace gearbox::sdk {
 
@@ -49,6 +56,9 @@ inline std::string_view View(gearbox_str s) {
   return s.size ? std::string_view(s.data, s.size) : std::string_view();
 }
 inline gearbox_str Str(std::string_view s) { return {s.data(), s.size()}; }
+
+// gearboxd's clock (CLOCK_MONOTONIC), in microseconds.
+inline int64_t NowUs() { return Host()->now_us(); }
 
 inline void Log(int level, const char* event, const std::string& message) {
   if (Host()->log_enabled(Host(), level)) {
@@ -82,6 +92,8 @@ class Route {
     ok_ = false;
   }
   std::string_view path() const { return View(Host()->route_path(route_)); }
+  // The route's deadline (its timeout, else [limits] request_timeout).
+  int64_t timeout_us() const { return Host()->route_timeout_us(route_); }
   bool ok() const { return ok_; }
 
  private:
@@ -201,8 +213,15 @@ struct Callbacks {
     return nullptr;
   }
   static void Destroy(void* handler) { delete static_cast<H*>(handler); }
+  // An exception from the Instance's constructor fails this worker's
+  // instance (host->worker_error): the route answers 503 on the worker.
   static void* WorkerInit(void* handler, const gearbox_worker* worker) {
-    return new Instance(*static_cast<const H*>(handler), *worker);
+    try {
+      return new Instance(*static_cast<const H*>(handler), *worker);
+    } catch (const std::exception& e) {
+      Host()->worker_error(worker, e.what());
+      return nullptr;
+    }
   }
   static void WorkerExit(void*, void* instance) {
     delete static_cast<Instance*>(instance);
@@ -231,6 +250,17 @@ struct Callbacks {
     delete static_cast<Exchange*>(exchange);
   }
 
+  // H::kKeys (a gearbox_key array ended by GEARBOX_KEY_END) when H declares
+  // its route keys, else null.
+  template <typename T, typename = void>
+  struct KeysOf {
+    static const gearbox_key* Get() { return nullptr; }
+  };
+  template <typename T>
+  struct KeysOf<T, std::void_t<decltype(T::kKeys)>> {
+    static const gearbox_key* Get() { return T::kKeys; }
+  };
+
   static const gearbox_module* Module(const gearbox_host* host,
                                       const char* name) {
     Host() = host;
@@ -244,7 +274,8 @@ struct Callbacks {
                                           &WorkerExit,
                                           &Start,
                                           &Resume,
-                                          &Finish};
+                                          &Finish,
+                                          KeysOf<H>::Get()};
     return &module;
   }
 };
