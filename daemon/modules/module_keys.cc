@@ -102,7 +102,7 @@ std::optional<std::string> ModuleKeys::Apply(RouteParams& params,
              "\" (valid: " + (valid.empty() ? "none" : valid) + ")";
     }
     if (auto problem = Check(*spec, param.value)) {
-      return param.key + ": " + *problem;
+      return param.key + ": module \"" + name_ + "\": " + *problem;
     }
   }
   RouteParams ordered = DefaultParams(schema_);
@@ -111,8 +111,8 @@ std::optional<std::string> ModuleKeys::Apply(RouteParams& params,
       ordered.Set(given->key, given->value, given->where);
     } else if (required_[i]) {
       *where = {};
-      return "missing required key " + std::string(specs_[i].key) +
-             " for module \"" + name_ + "\" (" + docs_[i] + ")";
+      return "module \"" + name_ + "\": missing required key " +
+             std::string(specs_[i].key);
     }
   }
   params = std::move(ordered);

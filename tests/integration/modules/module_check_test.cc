@@ -92,7 +92,7 @@ TEST(ModuleCheckTest, WrongAbiMajor) {
   ExpectError(RunCheck(ModuleConfig(so, "")), 5, 8,
               "[[module]] #1 path: \"" + so +
                   "\" is built for module ABI 2.0; this gearboxd provides "
-                  "1.0 and loads major 1 only (rebuild the module against "
+                  "1.1 and loads major 1 only (rebuild the module against "
                   "this gearbox's gearbox/module.h)");
 }
 
@@ -101,7 +101,7 @@ TEST(ModuleCheckTest, NewerAbiMinor) {
   ExpectError(RunCheck(ModuleConfig(so, "")), 5, 8,
               "[[module]] #1 path: \"" + so +
                   "\" is built for module ABI 1.99; this gearboxd provides "
-                  "1.0, an older minor (upgrade gearboxd, or rebuild the "
+                  "1.1, an older minor (upgrade gearboxd, or rebuild the "
                   "module against its gearbox/module.h)");
 }
 
@@ -111,7 +111,7 @@ TEST(ModuleCheckTest, ModuleRejectsARouteKey) {
                                     "max_ms = 10\nms = 50\n")),
               11, 6,
               "[[route]] #1 ms: module \"m\": ms (50) exceeds max_ms (10)");
-  // A wrong type, found by the getter the module called.
+  // A wrong type, found against the key list timerwait declares.
   ExpectError(RunCheck(ModuleConfig(Runfile("sdk/libtimerwait.so"),
                                     "max_ms = \"lots\"\n")),
               10, 10,
@@ -124,12 +124,61 @@ TEST(ModuleCheckTest, ModuleRejectsARouteKey) {
               "[[route]] #1 greeting: module \"m\": \"bad\" is no greeting");
 }
 
+// A module without a key list (ABI 1.0's way) declares a key by reading it.
 TEST(ModuleCheckTest, KeyTheModuleNeverReads) {
-  ExpectError(RunCheck(ModuleConfig(Runfile("sdk/libtimerwait.so"),
+  ExpectError(RunCheck(ModuleConfig(Runfile("tests/modules/libprobe.so"),
+                                    "greeting = \"x\"\ngreetin = 1\n")),
+              11, 11,
+              "[[route]] #1 greetin: unknown key for module \"m\" (it "
+              "reads: greeting, fail)");
+  // The same from a module built against the 1.0 header.
+  ExpectError(RunCheck(ModuleConfig(Runfile("tests/modules/libabi10.so"),
                                     "ms = 5\nmsx = 1\n")),
               11, 7,
               "[[route]] #1 msx: unknown key for module \"m\" (it reads: "
-              "max_ms, ms)");
+              "greeting, ms)");
+}
+
+// A module with a key list (ABI 1.1): an unknown key lists the declared
+// ones, a missing required key is an error at the [[route]], a bound is
+// checked before create().
+TEST(ModuleCheckTest, DeclaredKeys) {
+  ExpectError(RunCheck(ModuleConfig(Runfile("sdk/libtimerwait.so"),
+                                    "ms = 5\nmsx = 1\n")),
+              11, 7,
+              "[[route]] #1 msx: unknown key for module \"m\" (valid: ms, "
+              "max_ms)");
+  ExpectError(
+      RunCheck(ModuleConfig(Runfile("sdk/libtimerwait.so"), "ms = -1\n")), 10,
+      6, "[[route]] #1 ms: module \"m\": -1 out of range (0..3600000)");
+  ExpectError(RunCheck(ModuleConfig(Runfile("tests/modules/libcontract.so"),
+                                    "fail_worker_init = false\n")),
+              7, 1, "[[route]] #1: module \"m\": missing required key label");
+}
+
+// gearboxd -p prints a module's declared keys with their docs and defaults,
+// as it prints a built-in handler's.
+TEST(ModuleCheckTest, PrintShowsDeclaredKeys) {
+  const std::string path = Tmp() + "/p.toml", log = Tmp() + "/print.log";
+  std::ofstream(path) << ModuleConfig(Runfile("sdk/libtimerwait.so"),
+                                      "max_ms = 500\n");
+  std::string error;
+  const pid_t pid =
+      SpawnLogged({Runfile("daemon/gearboxd"), "-p", "-c", path}, log, &error);
+  ASSERT_GT(pid, 0) << error;
+  std::optional<int> status = WaitChild(pid, Millis(10000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("[[route]]\npath = \"/m\"\nhandler = \"m\"\n"
+                            "# The wait without ?ms=N, in ms: 0..3600000 "
+                            "(default 10).\nms = 10\n"
+                            "# The largest wait ?ms=N may ask for, in ms: "
+                            "0..3600000 (default 1000).\nmax_ms = 500\n"),
+            std::string::npos)
+      << text.str();
 }
 
 TEST(ModuleCheckTest, NameClashesWithABuiltIn) {

@@ -104,7 +104,7 @@ TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
   ASSERT_NE(failed, std::string::npos);
   const std::string log = daemon_->Log();
   const std::string line = log.substr(failed, log.find('\n', failed) - failed);
-  EXPECT_NE(line.find("built for module ABI 2.0; this gearboxd provides 1.0"),
+  EXPECT_NE(line.find("built for module ABI 2.0; this gearboxd provides 1.1"),
             std::string::npos)
       << line;
   EXPECT_EQ(Exchange(port(), GetRequest("/v")).body, "version 2\n");
