@@ -18,7 +18,9 @@ namespace gearbox {
 struct FdWait {
   int fd = -1;
   uint8_t events = 0;  // kFdReadable | kFdWritable: what to wait for
-  uint8_t ready = 0;   // in a Wake: what happened (kFdError: error/hang-up)
+  // In a Wake: what happened. An error or hang-up sets kFdError plus the
+  // events asked for, under every model (a failed connect(): writable too).
+  uint8_t ready = 0;
 };
 inline constexpr uint8_t kFdReadable = 1;
 inline constexpr uint8_t kFdWritable = 2;
