@@ -20,6 +20,8 @@
 #   6. packaging/prometheus/: `promtool check config` and `promtool check rules`
 #      are clean, and `promtool test rules` evaluates the recording rules on
 #      synthetic series (tests/system/prometheus_rules_test.yml).
+#   7. `systemd-analyze security` rates gearbox.service's sandbox 2.0 or better
+#      (systemd 252, EL9's; the lower the less exposed).
 #
 # Environment: GEARBOXD=PATH (else Bazel builds it; BAZEL, BAZEL_STARTUP_OPTS as in
 # nginx_test.sh). Needs root (a private mount namespace for step 2), systemd
@@ -159,4 +161,14 @@ promtool check config "$pkg/prometheus/gearbox.yml" || fail "promtool check conf
 promtool check rules "$pkg/prometheus/gearbox-rules.yml" || fail "promtool check rules gearbox-rules.yml"
 (cd "$root/tests/system" && promtool test rules prometheus_rules_test.yml) ||
   fail "promtool test rules: the recording rules compute something else"
+# --- 7 -------------------------------------------------------------------------------
+say "systemd-analyze security --offline=true gearbox.service (want <= 2.0)"
+# A copy named gearbox.service: the offline check names the unit after its file.
+cp "$service" "$work/gearbox.service"
+score=$(systemd-analyze security --offline=true --no-pager "$work/gearbox.service" 2>&1 |
+  sed -n 's/.*Overall exposure level for gearbox.service: \([0-9.]*\).*/\1/p')
+[[ -n "$score" ]] || fail "systemd-analyze security printed no exposure level"
+say "  exposure $score"
+awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || fail "gearbox.service exposure $score > 2.0"
+
 say "PASS"

@@ -29,7 +29,7 @@ set -euo pipefail
 
 if [[ -z "${_SYSTEMD_TEST_BOUNDED:-}" ]]; then
   export _SYSTEMD_TEST_BOUNDED=1
-  exec timeout -k 15 "${SYSTEMD_TEST_TIMEOUT:-300}" bash "$0" "$@"
+  exec timeout -k 15 "${SYSTEMD_TEST_TIMEOUT:-480}" bash "$0" "$@"
 fi
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -76,7 +76,7 @@ Description=gearbox system test driver
 Type=oneshot
 ExecStart=/bin/bash -c '/gbtest/driver.sh > /gbtest-out/log 2>&1; echo $? > /gbtest-out/rc'
 ExecStartPost=/bin/systemctl poweroff --no-block
-TimeoutStartSec=240
+TimeoutStartSec=420
 EOF
 
 say "booting the container (systemd.unit=gbtest.service)"
