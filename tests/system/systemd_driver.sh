@@ -22,7 +22,6 @@ wait_for() {  # COMMAND-STRING SECONDS
 }
 # The JSON value of "model" in /status.
 status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
-status_generation() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"generation":\([0-9]*\).*/\1/p'; }
 # Every generation before the one serving has drained. Until then (at most
 # [limits] drain_idle_timeout, 1s, for an idle connection) nginx may send a
 # request on a connection it already had open and an old config answers it.
@@ -33,7 +32,11 @@ previous_drained() {
 }
 wait_previous_drained() {
   local gen
-  gen=$(status_generation "$http")
+  # Straight to the socket, on a new connection: only the serving generation
+  # accepts. Through nginx a cached connection may reach one still draining,
+  # which answers with its own (older) number.
+  gen=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+    sed -n 's/.*"generation":\([0-9]*\).*/\1/p')
   [[ -n "$gen" ]] || return 1
   wait_for "previous_drained $gen" 10
 }
