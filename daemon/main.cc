@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "daemon/advisor/advise_client.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/logging.h"
+#include "daemon/metrics/route_history.h"
 #include "daemon/modules/modules.h"
 #include "daemon/supervisor.h"
 #include "models/model.h"
@@ -32,6 +34,10 @@ constexpr const char* kUsage =
     "                       then a summary. URL: http://HOST:PORT[/PATH] or\n"
     "                       unix:/path/to.sock; without one, the [[listen]]\n"
     "                       entries of -c FILE (or of the embedded config)\n"
+    "  -w, --window DURATION\n"
+    "                       with --advise: the traffic of the last DURATION\n"
+    "                       (1s to 15m; default 60s, or since the daemon's\n"
+    "                       config was loaded, if shorter)\n"
     "  -F, --foreground-single\n"
     "                       one worker only (1 child / 1 thread / 1 loop), for "
     "a\n"
@@ -40,29 +46,30 @@ constexpr const char* kUsage =
     "  -h, --help           this text\n"
     "Signals: TERM graceful stop, INT/QUIT fast stop, HUP reload.\n";
 
-int AdviseUrl(const std::string& url) {
+int AdviseUrl(const std::string& url, gearbox::Duration window) {
   const gearbox::advisor::ParsedUrl parsed =
       gearbox::advisor::ParseAdviseUrl(url);
   if (!parsed.error.empty()) {
     fprintf(stderr, "gearboxd --advise: %s\n", parsed.error.c_str());
     return 2;
   }
-  return gearbox::advisor::RunAdvise({parsed.target}, stdout, stderr);
+  return gearbox::advisor::RunAdvise({parsed.target}, window, stdout, stderr);
 }
 
-int AdviseConfig(const gearbox::Config& config) {
+int AdviseConfig(const gearbox::Config& config, gearbox::Duration window) {
   std::string error;
   const auto targets = gearbox::advisor::TargetsFromConfig(config, &error);
   if (targets.empty()) {
     fprintf(stderr, "gearboxd --advise: %s\n", error.c_str());
     return 2;
   }
-  return gearbox::advisor::RunAdvise(targets, stdout, stderr);
+  return gearbox::advisor::RunAdvise(targets, window, stdout, stderr);
 }
 
 struct Options {
   std::string path, advise_url;
   bool test = false, print = false, single = false, advise = false;
+  std::optional<gearbox::Duration> window;
 };
 
 // Fills `o` from the command line. Returns an exit code when the process is
@@ -73,13 +80,14 @@ int ParseOptions(int argc, char** argv, Options& o) {
       {"test", no_argument, nullptr, 't'},
       {"print-config", no_argument, nullptr, 'p'},
       {"advise", optional_argument, nullptr, 'a'},
+      {"window", required_argument, nullptr, 'w'},
       {"foreground-single", no_argument, nullptr, 'F'},
       {"version", no_argument, nullptr, 'v'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   int opt;
-  while ((opt = getopt_long(argc, argv, "c:tpa::Fvh", kOptions, nullptr)) !=
+  while ((opt = getopt_long(argc, argv, "c:tpa::w:Fvh", kOptions, nullptr)) !=
          -1) {
     switch (opt) {
       case 'c':
@@ -95,6 +103,15 @@ int ParseOptions(int argc, char** argv, Options& o) {
         o.advise = true;
         if (optarg) o.advise_url = optarg;
         break;
+      case 'w': {
+        std::string error;
+        o.window = gearbox::ParseWindow(optarg, "--window ", &error);
+        if (!o.window) {
+          fprintf(stderr, "gearboxd: %s\n", error.c_str());
+          return 2;
+        }
+        break;
+      }
       case 'F':
         o.single = true;
         break;
@@ -118,6 +135,10 @@ int ParseOptions(int argc, char** argv, Options& o) {
             kUsage);
     return 2;
   }
+  if (o.window && !o.advise) {
+    fprintf(stderr, "gearboxd: --window goes with --advise\n%s", kUsage);
+    return 2;
+  }
   return -1;
 }
 
@@ -128,7 +149,9 @@ int main(int argc, char** argv) {
   if (int rc = ParseOptions(argc, argv, o); rc >= 0) return rc;
   const std::string& path = o.path;
   const bool test = o.test;
-  if (o.advise && !o.advise_url.empty()) return AdviseUrl(o.advise_url);
+  const gearbox::Duration window =
+      o.window.value_or(gearbox::advisor::kDefaultAdviseWindow);
+  if (o.advise && !o.advise_url.empty()) return AdviseUrl(o.advise_url, window);
   gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
                                   gearbox::HandlerSchemas()};
   gearbox::ConfigResult loaded =
@@ -141,7 +164,7 @@ int main(int argc, char** argv) {
   }
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = o.single;
-  if (o.advise) return AdviseConfig(config);
+  if (o.advise) return AdviseConfig(config, window);
   // -t and -p say only what is wrong; a run logs what it loads.
   gearbox::InitLogging(test || o.print ? "warn" : config.log.level);
   if (!test && !o.print) {

@@ -49,6 +49,7 @@ struct Generation {
   std::vector<std::string> route_names;  // route id -> name
   Clock::time_point started;             // when its counters began
   std::shared_ptr<StatsRegion> stats;
+  std::shared_ptr<RouteHistory> history;  // its per-route snapshots
   std::unique_ptr<Model> model;
 };
 
@@ -149,6 +150,13 @@ class Supervisor {
     info.live = LiveRegions();
     info.live.push_back(gen->stats);
     info.route_names = RouteNames(config.routes);
+    gen->history = RouteHistory::Create(
+        std::min(info.route_names.size(), kRouteSlots), config.metrics.interval,
+        static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(
+                gen->started.time_since_epoch())
+                .count()));
+    info.history = gen->history;
     info.cores = cores_;
     info.workers = MostWorkers(config);
     gen->route_names = info.route_names;
@@ -346,8 +354,8 @@ class Supervisor {
             current_->model->TotalWorkers());
         route_reporter_->Report(current_->config.server.model, current_->number,
                                 current_->model->TotalWorkers(),
-                                *current_->stats, current_->route_names,
-                                current_->started, now);
+                                *current_->stats, current_->history.get(),
+                                current_->route_names, current_->started, now);
         if (!last_reload_error_.empty())
           status += "; last reload failed: " + last_reload_error_;
         sd_notifyf(0, "STATUS=%s", status.c_str());

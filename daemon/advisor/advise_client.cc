@@ -1,5 +1,7 @@
 #include "daemon/advisor/advise_client.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <map>
 
@@ -90,6 +92,8 @@ ParsedStatus ParseStatusText(std::string_view body) {
       f.machine.cores = std::max(1, atoi(value.c_str()));
     } else if (key == "window_workers") {
       f.machine.size = atoi(value.c_str());
+    } else if (key == "window_asked_s") {
+      f.window_asked_s = atof(value.c_str());
     } else if (key == "window_s") {
       f.window_s = atof(value.c_str());
       has_window = true;
@@ -137,11 +141,14 @@ std::vector<StatusTarget> TargetsFromConfig(const Config& config,
   return targets;
 }
 
-int RunAdvise(const std::vector<StatusTarget>& targets, FILE* out, FILE* err) {
+int RunAdvise(const std::vector<StatusTarget>& targets, Duration window,
+              FILE* out, FILE* err) {
   std::string failures;
+  const std::string query = fmt::format(
+      "?format=text&window={}ms",
+      std::chrono::duration_cast<std::chrono::milliseconds>(window).count());
   for (const StatusTarget& target : targets) {
-    const FetchResult fetched =
-        FetchStatus(target, "?format=text", kFetchTimeout);
+    const FetchResult fetched = FetchStatus(target, query, kFetchTimeout);
     if (!fetched.error.empty()) {
       failures += "\n  " + fetched.error;
       continue;
@@ -163,7 +170,9 @@ int RunAdvise(const std::vector<StatusTarget>& targets, FILE* out, FILE* err) {
     for (const RouteAdvice& r : advice.routes) {
       fprintf(out, "%s\n", FormatRouteLine(r).c_str());
     }
-    fprintf(out, "%s\n", FormatSummaryLine(advice, f.machine).c_str());
+    fprintf(out, "%s\n",
+            FormatSummaryLine(advice, f.machine, {f.window_s, f.window_asked_s})
+                .c_str());
     return 0;
   }
   fprintf(err, "gearboxd --advise: no daemon answered:%s\n", failures.c_str());

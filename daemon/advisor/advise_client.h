@@ -1,6 +1,7 @@
-// `gearboxd --advise [URL]`: reads a running daemon's /status (text format),
-// runs the advisor on the last stats interval's per-route figures and prints
-// one line per route with traffic, then a summary line (advisor.h formats).
+// `gearboxd --advise [URL] [--window D]`: reads a running daemon's
+// /status?format=text&window=D, runs the advisor on the window's per-route
+// figures and prints one line per route with traffic, then a summary line
+// that states the window (advisor.h formats).
 #pragma once
 
 #include <cstdio>
@@ -16,8 +17,9 @@ namespace gearbox::advisor {
 
 // What --advise reads from /status?format=text.
 struct StatusFigures {
-  MachineFacts machine;  // model, cores, window_workers
-  double window_s = 0;   // 0: no stats interval completed yet
+  MachineFacts machine;       // model, cores, window_workers
+  double window_s = 0;        // 0: no stats interval completed yet
+  double window_asked_s = 0;  // the window asked for (0: the last interval)
   std::vector<RouteFigures> routes;
 };
 struct ParsedStatus {
@@ -32,9 +34,15 @@ ParsedStatus ParseStatusText(std::string_view body);
 std::vector<StatusTarget> TargetsFromConfig(const Config& config,
                                             std::string* error);
 
-// Asks each target in turn until one answers; prints the advice to `out`,
-// errors to `err`. Returns the exit code: 0 advice printed, 1 no target
-// answered (or none had figures yet).
-int RunAdvise(const std::vector<StatusTarget>& targets, FILE* out, FILE* err);
+// The default of --window: the last minute (or since the daemon's
+// generation started, if that is shorter).
+inline constexpr Duration kDefaultAdviseWindow = std::chrono::seconds(60);
+
+// Asks each target in turn for the figures of the last `window` (1 s to
+// 15 min) until one answers; prints the advice to `out`, errors to `err`.
+// Returns the exit code: 0 advice printed, 1 no target answered (or none had
+// figures yet).
+int RunAdvise(const std::vector<StatusTarget>& targets, Duration window,
+              FILE* out, FILE* err);
 
 }  // namespace gearbox::advisor

@@ -305,12 +305,18 @@ std::string FormatRouteLine(const RouteAdvice& r) {
       Quote(r.why));
 }
 
-std::string FormatSummaryLine(const Advice& a, const MachineFacts& machine) {
+std::string FormatSummaryLine(const Advice& a, const MachineFacts& machine,
+                              const WindowFacts& window) {
+  const std::string asked =
+      window.asked_s > 0
+          ? fmt::format(" window_asked_s={}", Num(window.asked_s))
+          : "";
   return fmt::format(
-      "summary pick={} size={} configured={} configured_size={} cores={} "
-      "rps={} cpu_cores={:.2f} inflight={:.1f} workers={:.1f} why={}",
-      a.pick, a.size, machine.model, machine.size, machine.cores, Num(a.rps),
-      a.cores, a.inflight, a.workers, Quote(a.why));
+      "summary window_s={:.1f}{} pick={} size={} configured={} "
+      "configured_size={} cores={} rps={} cpu_cores={:.2f} inflight={:.1f} "
+      "workers={:.1f} why={}",
+      window.seconds, asked, a.pick, a.size, machine.model, machine.size,
+      machine.cores, Num(a.rps), a.cores, a.inflight, a.workers, Quote(a.why));
 }
 
 }  // namespace gearbox::advisor

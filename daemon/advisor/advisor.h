@@ -125,10 +125,19 @@ Advice Advise(std::span<const RouteFigures> routes,
 //   route=/sleep pick=async size=1 rps=9400 cpu_us=6 wait_ms=1.10
 //   inflight=10.4 why="..."
 std::string FormatRouteLine(const RouteAdvice& route);
+// The window the figures cover: `seconds`, and what was asked (0: the last
+// stats interval). Shorter than asked when the daemon (its generation) is
+// younger.
+struct WindowFacts {
+  double seconds = 0;
+  double asked_s = 0;
+};
 // The summary line for the whole daemon:
-//   summary pick=async size=1 configured=threadpool configured_size=64
-//   cores=2 rps=... cpu_cores=... inflight=... workers=... why="..."
-std::string FormatSummaryLine(const Advice& advice,
-                              const MachineFacts& machine);
+//   summary window_s=60.0 window_asked_s=60 pick=async size=1
+//   configured=threadpool configured_size=64 cores=2 rps=... cpu_cores=...
+//   inflight=... workers=... why="..."
+// (window_asked_s only when a window was asked).
+std::string FormatSummaryLine(const Advice& advice, const MachineFacts& machine,
+                              const WindowFacts& window);
 
 }  // namespace gearbox::advisor

@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "daemon/handler.h"
 #include "daemon/metrics/lifetime_stats.h"
+#include "daemon/metrics/route_history.h"
 #include "daemon/metrics/worker_stats.h"
 
 namespace gearbox {
@@ -26,6 +27,9 @@ struct ServerInfo {
   std::chrono::steady_clock::time_point started =
       std::chrono::steady_clock::now();
   std::shared_ptr<StatsRegion> stats;  // may be null in unit tests
+  // The generation's per-route snapshots, for /status?window= (may be null:
+  // then only the last interval is shown).
+  std::shared_ptr<const RouteHistory> history;
   // Process-lifetime counters (OpenMetrics): the retired generations' sums,
   // plus `live`: the regions of the generations that were running when this
   // one started (older ones draining, then `stats`). May be null in unit

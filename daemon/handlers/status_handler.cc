@@ -4,8 +4,11 @@
 //   GET /status?format=openmetrics Prometheus / OpenMetrics exposition
 //   add &full (or ?full)           per-worker rows: pid/tid, state, requests,
 //                                  current path and its age
+//   add &window=60s                the per-route window and the advice over
+//                                  the last 60 s (1s..15m; since the
+//                                  generation started, if that is shorter)
 // Every format has the per-route figures and the model advisor's pick for
-// the last stats interval (status_routes.cc).
+// the last stats interval, or the window asked for (status_routes.cc).
 // Served from the shared stats region, so under prefork any child reports the
 // totals of all children. Put it on its own [[listen]] (name = "status") to
 // keep health checks from queueing behind work.
@@ -47,13 +50,24 @@ class StatusHandler final : public Handler {
                               ? Format::kOpenMetrics
                               : Format::kJson;
     const bool full = request.query.find("full") != std::string_view::npos;
-    return Immediately([this, format, full](Response& response) {
+    std::optional<Duration> window;
+    if (std::string_view w = request.QueryParam("window"); !w.empty()) {
+      std::string error;
+      window = ParseWindow(w, "window=", &error);
+      if (!window) {
+        return Immediately([error](Response& response) {
+          response.status = 400;
+          response.body = error + "\n";
+        });
+      }
+    }
+    return Immediately([this, format, full, window](Response& response) {
       StatsRegion::Totals t;
       if (info_.stats && format != Format::kOpenMetrics) t = info_.stats->Sum();
       std::vector<Worker> workers;
       if (full && info_.stats) workers = Workers();
       std::optional<RouteStatus> routes;
-      if (info_.stats) routes = GatherRouteStatus(info_);
+      if (info_.stats) routes = GatherRouteStatus(info_, window);
       if (format == Format::kText) {
         response.content_type = "text/plain";
         RenderText(t, workers, routes, response.body);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "daemon/advisor/machine.h"
+#include "daemon/clock.h"
 #include "daemon/logging.h"
 #include "daemon/metrics/route_reporter.h"
 
@@ -50,11 +51,34 @@ void AppendAdviceJson(const advisor::Advice& a,
 
 }  // namespace
 
-RouteStatus GatherRouteStatus(const ServerInfo& info) {
+namespace {
+
+// The last `asked` of the generation's history: the totals now minus the
+// snapshot taken `asked` ago (or the oldest kept, at the generation's start).
+void ReadWindow(const RouteHistory& history, Duration asked, RouteStatus& s) {
+  const uint64_t now_us = NowMicros();
+  const uint64_t asked_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(asked).count());
+  const RouteHistory::Base base =
+      history.At(now_us > asked_us ? now_us - asked_us : 0);
+  s.window.interval_us = now_us > base.at_us ? now_us - base.at_us : 1;
+  for (size_t id = 0; id < kRouteSlots; ++id) {
+    s.window.routes[id] = id < base.totals.size()
+                              ? s.totals[id].Since(base.totals[id])
+                              : RouteTotals{};
+  }
+  s.asked = asked;
+}
+
+}  // namespace
+
+RouteStatus GatherRouteStatus(const ServerInfo& info,
+                              std::optional<Duration> asked) {
   RouteStatus s;
   s.names = info.route_names;
   info.stats->SumRoutes(s.totals);
   s.window = info.stats->window().Read();
+  if (asked && info.history) ReadWindow(*info.history, *asked, s);
   s.machine.cores = info.cores;
   s.machine.model = info.model;
   s.machine.size = static_cast<int>(s.window.workers);
@@ -82,6 +106,10 @@ void AppendRoutesJson(const RouteStatus& s, std::string& out) {
   }
   out += fmt::format("],\"window\":{{\"seconds\":{:.3f},\"workers\":{},",
                      Seconds(s.window.interval_us), s.window.workers);
+  if (s.asked) {
+    out += fmt::format("\"asked_s\":{:.3f},",
+                       std::chrono::duration<double>(*s.asked).count());
+  }
   out += "\"routes\":[";
   if (s.advice) {
     for (size_t i = 0; i < s.advice->routes.size(); ++i) {
@@ -110,6 +138,10 @@ void AppendRoutesText(const RouteStatus& s, std::string& out) {
       "{}\n",
       s.machine.cores, kCpuSampleEvery, Seconds(s.window.interval_us),
       s.window.workers);
+  if (s.asked) {
+    out += fmt::format("window_asked_s: {:.3f}\n",
+                       std::chrono::duration<double>(*s.asked).count());
+  }
   for (size_t id = 0; id < s.names.size() && id < kRouteSlots; ++id) {
     if (s.names[id].empty()) continue;
     const RouteTotals& t = s.totals[id];

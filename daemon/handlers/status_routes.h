@@ -17,13 +17,20 @@ namespace gearbox {
 struct RouteStatus {
   std::vector<std::string> names;  // route id -> name ("" unused)
   RouteTotals totals[kRouteSlots];
+  // The last stats interval, or the window asked for (`asked`): then its
+  // interval_us is what the figures cover, shorter than asked when the
+  // generation is younger.
   RouteWindow::Snapshot window;
+  std::optional<Duration> asked;
   advisor::MachineFacts machine;
   std::optional<advisor::Advice> advice;  // none before the first interval
 };
 
-// Reads the shared region of `info` (which must have stats).
-RouteStatus GatherRouteStatus(const ServerInfo& info);
+// Reads the shared region of `info` (which must have stats): the window is
+// the last stats interval, or with `asked` the last `asked` of the
+// generation's history (info.history; at most kHistorySpan).
+RouteStatus GatherRouteStatus(const ServerInfo& info,
+                              std::optional<Duration> asked = std::nullopt);
 
 // ,"cores":..,"cpu_sample_every":..,"routes":[..],"window":{..},"advice":{..}
 void AppendRoutesJson(const RouteStatus& status, std::string& out);

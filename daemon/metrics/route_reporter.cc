@@ -89,11 +89,18 @@ void RouteReporter::SetAdviceAfter(Duration advice_after) {
 }
 
 void RouteReporter::Report(std::string_view model, int generation, int workers,
-                           StatsRegion& stats,
+                           StatsRegion& stats, RouteHistory* history,
                            const std::vector<std::string>& route_names,
                            Clock::time_point started, Clock::time_point now) {
   RouteTotals totals[kRouteSlots];
   stats.SumRoutes(totals);
+  if (history && history->routes() <= kRouteSlots) {
+    history->Record(static_cast<uint64_t>(
+                        std::chrono::duration_cast<std::chrono::microseconds>(
+                            now.time_since_epoch())
+                            .count()),
+                    totals);
+  }
   if (last_region_ != &stats) {
     // A new generation: its counters started from zero when it did (within
     // this interval, after a reload).

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "daemon/advisor/advisor.h"
+#include "daemon/metrics/route_history.h"
 #include "daemon/metrics/worker_stats.h"
 
 namespace gearbox {
@@ -64,11 +65,13 @@ class RouteReporter {
   void SetAdviceAfter(Duration advice_after);
 
   // Called with each stats line: logs the interval's route_stats lines,
-  // publishes the window into `stats`, and logs event=advice when due.
-  // `started`: when the generation owning `stats` started (its counters
+  // publishes the window into `stats`, records the running totals into
+  // `history` (the generation's, may be null), and logs event=advice when
+  // due. `started`: when the generation owning `stats` started (its counters
   // began at zero then).
   void Report(std::string_view model, int generation, int workers,
-              StatsRegion& stats, const std::vector<std::string>& route_names,
+              StatsRegion& stats, RouteHistory* history,
+              const std::vector<std::string>& route_names,
               Clock::time_point started, Clock::time_point now);
 
  private:

@@ -249,7 +249,8 @@ TEST_F(AdvisorTest, WaitingTrafficIsAdvisedAsync) {
       "route=(\\S+) pick=(async|threadpool) size=(\\d+) rps=([0-9.]+) "
       "cpu_us=([0-9.]+) wait_ms=([0-9.]+) inflight=([0-9.]+) why=\"[^\"]+\"");
   const std::regex summary_re(
-      "summary pick=(\\w+) size=(\\d+) configured=(\\w+) "
+      "summary window_s=([0-9.]+) window_asked_s=60 pick=(\\w+) "
+      "size=(\\d+) configured=(\\w+) "
       "configured_size=(\\d+) "
       "cores=(\\d+) rps=([0-9.]+) cpu_cores=([0-9.]+) inflight=([0-9.]+) "
       "workers=([0-9.]+) why=\"[^\"]+\"");
@@ -273,9 +274,10 @@ TEST_F(AdvisorTest, WaitingTrafficIsAdvisedAsync) {
     }
     EXPECT_TRUE(saw_sleep) << text;
     ASSERT_TRUE(std::regex_match(lines.back(), m, summary_re)) << lines.back();
-    EXPECT_EQ(m[1], "async");
-    EXPECT_EQ(m[3], ModelUnderTest());
-    EXPECT_EQ(std::stoi(m[4]), ConfiguredSize(sizing_));
+    EXPECT_GT(std::stod(m[1]), 0.0) << "the window the figures cover";
+    EXPECT_EQ(m[2], "async");
+    EXPECT_EQ(m[4], ModelUnderTest());
+    EXPECT_EQ(std::stoi(m[5]), ConfiguredSize(sizing_));
   }
 
   // /status: the window has /sleep as a waiting route, the advice row says

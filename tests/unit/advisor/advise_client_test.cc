@@ -44,6 +44,7 @@ constexpr const char* kStatusText =
     "cpu_sample_every: 64\n"
     "window_s: 2.000\n"
     "window_workers: 16\n"
+    "window_asked_s: 60.000\n"
     "route: name=/sleep requests=120 service_us=132000 queue_us=0 "
     "wait_us=120000 cpu_ns=20000 cpu_samples=2 w_requests=100 "
     "w_service_us=110000 w_queue_us=5000 w_wait_us=100000 w_cpu_ns=0 "
@@ -61,6 +62,7 @@ TEST(StatusTextTest, ReadsTheWindowOfEachRoute) {
   EXPECT_EQ(f.machine.cores, 2);
   EXPECT_EQ(f.machine.size, 16);
   EXPECT_DOUBLE_EQ(f.window_s, 2.0);
+  EXPECT_DOUBLE_EQ(f.window_asked_s, 60.0);
   ASSERT_EQ(f.routes.size(), 2u);
   EXPECT_EQ(f.routes[0].route, "/sleep");
   EXPECT_DOUBLE_EQ(f.routes[0].rps, 50);

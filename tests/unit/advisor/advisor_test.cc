@@ -272,12 +272,21 @@ TEST(AdvisorTest, ThePickDoesNotDependOnTheConfiguredModel) {
 
 TEST(AdvisorTest, SummaryLineCarriesTheTotals) {
   Advice a = AdviseAll({Route("/sleep", 9400, 1106, 6, 1100)});
-  const std::string line = FormatSummaryLine(a, Machine("threadpool", 64));
+  const std::string line =
+      FormatSummaryLine(a, Machine("threadpool", 64), {59.96, 60});
   const std::string expected =
-      "summary pick=async size=1 configured=threadpool configured_size=64 "
+      "summary window_s=60.0 window_asked_s=60 pick=async size=1 "
+      "configured=threadpool configured_size=64 "
       "cores=2 rps=9400 cpu_cores=0.06 inflight=10.4 workers=10.4 "
       "why=\"every route with traffic fits async; one async loop at 11% CPU;";
   EXPECT_EQ(line.substr(0, expected.size()), expected);
+}
+
+TEST(AdvisorTest, SummaryLineOfTheLastIntervalAsksNoWindow) {
+  Advice a = AdviseAll({Route("/sleep", 9400, 1106, 6, 1100)});
+  const std::string line =
+      FormatSummaryLine(a, Machine("threadpool", 64), {2.5, 0});
+  EXPECT_EQ(line.rfind("summary window_s=2.5 pick=async ", 0), 0u) << line;
 }
 
 TEST(AdvisorTest, RouteNamesWithSpacesAreQuoted) {
