@@ -56,7 +56,8 @@ class Loader {
         sections_(SectionNames(vocabulary.models)) {
     config_.source = source_;
     for (const HandlerSchema& schema : vocabulary.handlers) {
-      handler_names_.push_back(schema.name);
+      (schema.fault_test_only ? fault_test_names_ : handler_names_)
+          .push_back(schema.name);
     }
   }
 
@@ -327,8 +328,14 @@ class Loader {
                   label + ": missing required key \"handler\" (one of " +
                       Join(valid) + ")");
     }
-    if (auto complaint = OneOf(valid, "handler", &route.handler)(*handler)) {
-      return Fail(handler->source().begin, label + " handler: " + *complaint);
+    std::vector<std::string_view> accepted = valid;
+    accepted.insert(accepted.end(), fault_test_names_.begin(),
+                    fault_test_names_.end());
+    if (OneOf(accepted, "handler", &route.handler)(*handler)) {
+      // The complaint lists what a user may pick: not the fault-test ones.
+      return Fail(handler->source().begin,
+                  label + " handler: " +
+                      *OneOf(valid, "handler", &route.handler)(*handler));
     }
     route.handler_at = Position(handler->source().begin);
     if (IsModule(route.handler)) return ModuleRoute(label, table, route);
@@ -465,6 +472,9 @@ class Loader {
   bool fallback_;
   std::vector<std::string_view> sections_;       // valid top-level tables
   std::vector<std::string_view> handler_names_;  // valid values of handler
+  // Fault-test-only handlers (crash): accepted, but left out of the lists
+  // an error shows, so that nobody picks one from a list of suggestions.
+  std::vector<std::string_view> fault_test_names_;
   Config config_;
   std::optional<ConfigError> error_;
   bool model_set_ = false;

@@ -24,7 +24,8 @@ constexpr const char* kVersion = "0.1.0";
 constexpr const char* kUsage =
     "Usage: gearboxd [options]\n"
     "  -c, --config FILE    run with FILE (default: the embedded config,\n"
-    "                       127.0.0.1:8080 with /hello and /sleep)\n"
+    "                       127.0.0.1:8080 with /hello, /sleep, /echo,\n"
+    "                       /burn and /status)\n"
     "  -t, --test           check the config and exit: 0 if valid, 2 with\n"
     "                       file:line:col: error otherwise\n"
     "  -p, --print-config   print the effective config (defaults filled in)\n"

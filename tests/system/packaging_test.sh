@@ -16,7 +16,7 @@
 #      gearboxd's idle_timeout exceeds nginx's upstream keepalive_timeout; the
 #      service's command lines use the config path the spec installs;
 #   5. the man page renders without groff warnings and documents exactly the
-#      options `gearboxd --help` lists;
+#      options `gearboxd --help` lists; --help names the embedded config's routes;
 #   6. packaging/prometheus/: `promtool check config` and `promtool check rules`
 #      are clean, and `promtool test rules` evaluates the recording rules on
 #      synthetic series (tests/system/prometheus_rules_test.yml).
@@ -154,6 +154,13 @@ if [[ "$help_opts" != "$man_opts" ]]; then
   fail "gearboxd.8 OPTIONS differ from gearboxd --help (< --help, > man page)"
 fi
 say "  options: ${help_opts//$'\n'/ }"
+# --help names the embedded config's routes: exactly those `gearboxd -p` prints.
+embedded=$("$GEARBOXD" -p | sed -n 's/^path = "\(.*\)"$/\1/p' | sort | tr '\n' ' ')
+help_routes=$("$GEARBOXD" --help | sed -n '/-c, --config/,/-t, --test/p' | grep -o '/[a-z]*' | sort |
+  tr '\n' ' ')
+[[ "$help_routes" == "$embedded" ]] ||
+  fail "gearboxd --help names the embedded routes $help_routes; the embedded config has $embedded"
+say "  --help names the embedded config's routes: $embedded"
 
 # --- 6 -------------------------------------------------------------------------------
 say "promtool: packaging/prometheus/gearbox.yml, gearbox-rules.yml"

@@ -591,7 +591,7 @@ TEST(LoaderErrorTest, UnknownModel) {
 TEST(LoaderErrorTest, UnknownHandler) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"nope\"\n", 3, 11,
               "[[route]] #1 handler: unknown handler \"nope\" (valid: text, "
-              "wait, burn, echo, status, postgres, crash)");
+              "wait, burn, echo, status, postgres)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nprotocol = \"spdy\"\n", 3,
               12, "unknown protocol \"spdy\" (valid: http, fastcgi)");
   ExpectError("[log]\nlevel = \"verbose\"\n", 2, 9,
