@@ -273,11 +273,15 @@ class Loader {
                             : "\"name\" (what routes' handler = names)"));
     }
     if (FindSchema(vocabulary_.handlers, module.name)) {
+      // Every built-in name is taken, the fault-test ones too.
+      std::vector<std::string_view> taken = handler_names_;
+      taken.insert(taken.end(), fault_test_names_.begin(),
+                   fault_test_names_.end());
       return Fail(name->source().begin,
                   label + " name: " + QuoteToml(module.name) +
                       " is a built-in handler; give the module another name "
                       "(built-in: " +
-                      Join(handler_names_) + ")");
+                      Join(taken) + ")");
     }
     for (const ModuleConfig& other : config_.modules) {
       if (other.name == module.name) {

@@ -81,7 +81,7 @@ TEST(ModuleConfigTest, NameClashesAreErrors) {
   EXPECT_EQ(Error("[[module]]\nname = \"wait\"\npath = \"/x.so\"\n"),
             "/etc/gearbox/g.toml:2:8: [[module]] #1 name: \"wait\" is a "
             "built-in handler; give the module another name (built-in: text, "
-            "wait, burn, echo, status, postgres)");
+            "wait, burn, echo, status, postgres, crash)");
   EXPECT_EQ(Error(std::string(kTimerwait) +
                   "[[module]]\nname = \"timerwait\"\npath = \"/y.so\"\n"),
             "/etc/gearbox/g.toml:5:8: [[module]] #2 name: duplicate module "
