@@ -78,7 +78,12 @@ RouteStatus GatherRouteStatus(const ServerInfo& info,
   s.names = info.route_names;
   info.stats->SumRoutes(s.totals);
   s.window = info.stats->window().Read();
-  if (asked && info.history) ReadWindow(*info.history, *asked, s);
+  if (asked && info.history) {
+    ReadWindow(*info.history, *asked, s);
+    // The workers now: a window can be read before the first interval has
+    // published a count.
+    s.window.workers = info.stats->Sum().workers;
+  }
   s.machine.cores = info.cores;
   s.machine.model = info.model;
   s.machine.size = static_cast<int>(s.window.workers);

@@ -32,9 +32,9 @@ std::vector<std::string> SplitText(const std::string& text) {
 
 class AdviseWindowTest : public MetricsTest {
  protected:
-  void StartDaemon() {
+  void StartDaemon(const std::string& interval = "1s") {
     Sizing sizing;
-    sizing.interval = "1s";
+    sizing.interval = interval;
     DaemonConfig config;
     config.model = ModelUnderTest();
     config.default_routes = false;
@@ -191,6 +191,24 @@ TEST_F(AdviseWindowTest, StatusWindowCountsAndBounds) {
   EXPECT_NE(out.find("--window 1h: want a duration from 1s to 15m"),
             std::string::npos)
       << out;
+}
+
+// A window needs no completed stats interval: with an hour-long interval, the
+// first seconds are there, with the workers serving them.
+TEST_F(AdviseWindowTest, AWindowBeforeTheFirstInterval) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon("1h"));
+  LoadResult hello = KeepAliveLoad(port(), 2, 20, "/hello", "hello world\n");
+  ASSERT_EQ(hello.ok, 40) << hello.failures;
+  std::optional<JsonValue> status = StatusJson("?window=60s");
+  ASSERT_TRUE(status.has_value());
+  EXPECT_GT(JsonInt(*status, "window.workers"), 0);
+  EXPECT_GT(JsonInt(*status, "advice.configured_size"), 0);
+  EXPECT_EQ(status->Path("window.routes")->array.size(), 1u)
+      << "/hello (the /status request in progress is not counted yet)";
+  std::optional<JsonValue> last = StatusJson();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->Path("advice")->type, JsonValue::Type::kNull)
+      << "without a window: the last interval, none completed yet";
 }
 
 }  // namespace
