@@ -107,6 +107,18 @@ struct MetricsConfig {
   Duration advice_after = std::chrono::minutes(5);
 };
 
+// [lua]: the Lua handler's runtime, one per worker (daemon/handlers/lua/).
+struct LuaConfig {
+  // Added before the default package.path, for require() of an
+  // application's own modules ("/etc/gearbox/lua/?.lua"); "": the default.
+  std::string path;
+  // Bytes one worker's Lua state may allocate; a request past it gets 500.
+  int64_t memory = 64 << 20;
+  // The directory of the config file: a route's relative script is
+  // relative to it (set by the loader).
+  std::string base_dir;
+};
+
 // One [[module]]: a handler kind from a shared object (gearbox/module.h),
 // loaded by the daemon (daemon/modules/); config/ only reads the table.
 struct ModuleConfig {
@@ -147,6 +159,7 @@ struct Config {
   LimitsConfig limits;
   LogConfig log;
   MetricsConfig metrics;
+  LuaConfig lua;
   std::vector<ModuleConfig> modules;
   std::vector<RouteConfig> routes;
   bool foreground =

@@ -283,6 +283,22 @@ std::vector<Field> MetricsFields(MetricsConfig* metrics) {
       {"advice_after", Dur(&metrics->advice_after, Duration::zero(), kYear)}};
 }
 
+std::vector<Field> LuaFields(LuaConfig* lua) {
+  Reader path = [lua](const toml::node& node) -> std::optional<std::string> {
+    std::string text;
+    if (auto complaint = ReadString(node, &text)) return complaint;
+    if (HasControl(text) || (!text.empty() && text.find('?') == text.npos)) {
+      return "bad package.path " + QuoteToml(text) +
+             " (templates separated by ';', each with a '?': "
+             "\"/etc/gearbox/lua/?.lua\")";
+    }
+    lua->path = std::move(text);
+    return std::nullopt;
+  };
+  return {{"path", path},
+          {"memory", Int(&lua->memory, int64_t{1} << 20, kNoMax)}};
+}
+
 namespace {
 
 // The typed per-model sections of Config. Which of them a file may use is up

@@ -92,6 +92,7 @@ std::vector<Field> ServerFields(ServerConfig* server,
 std::vector<Field> LimitsFields(LimitsConfig* limits);
 std::vector<Field> LogFields(LogConfig* log);
 std::vector<Field> MetricsFields(MetricsConfig* metrics);
+std::vector<Field> LuaFields(LuaConfig* lua);
 
 // The keys of the section named after a model ([threadpool], ...): the typed
 // part of ModelConfig that model reads. None for a model config/ has no typed

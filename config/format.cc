@@ -170,6 +170,10 @@ void FormatLimitsLogMetrics(const Config& c, std::ostringstream& out) {
   out << "\n[metrics]\n"
       << "interval = " << Dur(c.metrics.interval) << "\n"
       << "advice_after = " << Dur(c.metrics.advice_after) << "\n";
+
+  out << "\n[lua]\n"
+      << "path = " << QuoteToml(c.lua.path) << "\n"
+      << "memory = " << c.lua.memory << "\n";
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ std::vector<std::string_view> SectionNames(
   std::vector<std::string_view> names = {"server", "listen"};
   names.insert(names.end(), models.begin(), models.end());
   for (std::string_view name :
-       {"limits", "log", "metrics", "module", "route"}) {
+       {"limits", "log", "metrics", "lua", "module", "route"}) {
     names.push_back(name);
   }
   return names;
@@ -55,6 +55,9 @@ class Loader {
         fallback_(!only_.empty()),
         sections_(SectionNames(vocabulary.models)) {
     config_.source = source_;
+    const size_t slash = source_.rfind('/');
+    config_.lua.base_dir =
+        slash == std::string::npos ? "." : source_.substr(0, slash);
     for (const HandlerSchema& schema : vocabulary.handlers) {
       (schema.fault_test_only ? fault_test_names_ : handler_names_)
           .push_back(schema.name);
@@ -179,6 +182,7 @@ class Loader {
     if (name == "metrics") {
       return config_internal::MetricsFields(&config_.metrics);
     }
+    if (name == "lua") return config_internal::LuaFields(&config_.lua);
     return config_internal::ModelSectionFields(name, &config_);
   }
 

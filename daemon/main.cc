@@ -11,6 +11,7 @@
 #include "config/loader.h"
 #include "daemon/advisor/advise_client.h"
 #include "daemon/handlers/handlers.h"
+#include "daemon/handlers/lua/lua_check.h"
 #include "daemon/logging.h"
 #include "daemon/metrics/route_history.h"
 #include "daemon/modules/modules.h"
@@ -193,6 +194,11 @@ int main(int argc, char** argv) {
     }
     fputs(gearbox::FormatConfig(config, schemas).c_str(), stdout);
     return 0;
+  }
+  // Every Lua script compiled, its top level run in a throwaway state.
+  if (auto e = gearbox::CheckLuaScripts(config)) {
+    fprintf(stderr, "%s\n", e->ToString().c_str());
+    return 2;
   }
   if (test) {
     fprintf(stderr, "gearboxd: configuration %s is valid\n",

@@ -7,9 +7,10 @@
 namespace gearbox {
 
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
-               const Modules* modules, int worker)
+               const Modules* modules, int worker, WorkerStats* slot)
     : info_(info) {
   info_.worker = worker;
+  info_.slot = slot;
   for (size_t i = 0; i < routes.size(); ++i) {
     const RouteConfig& route = routes[i];
     std::unique_ptr<Handler> handler =

@@ -40,7 +40,8 @@ class Router {
   // module ones from `modules` (their worker_init runs now). `worker` is the
   // worker's index within its generation.
   Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
-         const Modules* modules = nullptr, int worker = 0);
+         const Modules* modules = nullptr, int worker = 0,
+         WorkerStats* slot = nullptr);
 
   // The route for `path`, or the built-in 404 route; for "*" (OPTIONS *) an
   // empty 200. Its handler is never null.
@@ -78,8 +79,10 @@ struct RouteSet {
 
   // The calling worker's own handlers. Call it on the worker's thread: a
   // module's worker_init runs here, and its log lines name this worker.
-  std::unique_ptr<Router> MakeRouter(int worker) const {
-    return std::make_unique<Router>(routes, info, modules.get(), worker);
+  // `slot`: the worker's stats slot (ServerInfo::slot).
+  std::unique_ptr<Router> MakeRouter(int worker,
+                                     WorkerStats* slot = nullptr) const {
+    return std::make_unique<Router>(routes, info, modules.get(), worker, slot);
   }
 };
 

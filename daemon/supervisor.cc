@@ -16,6 +16,7 @@
 #include "config/loader.h"
 #include "daemon/advisor/machine.h"
 #include "daemon/handlers/handlers.h"
+#include "daemon/handlers/lua/lua_check.h"
 #include "daemon/listeners.h"
 #include "daemon/logging.h"
 #include "daemon/metrics/lifetime_stats.h"
@@ -159,6 +160,7 @@ class Supervisor {
     info.history = gen->history;
     info.cores = cores_;
     info.workers = MostWorkers(config);
+    info.lua = config.lua;
     gen->route_names = info.route_names;
     routes->modules = gen->modules;
     ctx.routes = std::move(routes);
@@ -199,6 +201,10 @@ class Supervisor {
     // module that fails to load or rejects its route is a config error.
     ModulesResult modules = Modules::Load(next);
     if (auto* e = std::get_if<ConfigError>(&modules)) {
+      return ReloadFailed(e->ToString(), "keeping the running config");
+    }
+    // Edited scripts: checked now, loaded by the new generation's workers.
+    if (auto e = CheckLuaScripts(next)) {
       return ReloadFailed(e->ToString(), "keeping the running config");
     }
     bool listen_changed = next.listen.size() != first_config_.listen.size();

@@ -28,6 +28,10 @@ namespace gearbox {
 
 namespace {
 
+std::string CheckScriptParam(std::string_view value) {
+  return value.empty() ? "a path to a .lua file is required" : "";
+}
+
 // A row's parameters are written in the row. A row with more than kMaxParams
 // does not compile ("too many initializers"): raise it then.
 constexpr size_t kMaxParams = 8;
@@ -90,6 +94,13 @@ constexpr HandlerKind kHandlerTable[] = {
                          "int8 and numeric as JSON \"number\" or \"string\" "
                          "(exact past 2^53)",
                          &postgres::CheckInt8)}},
+    {"lua",
+     GEARBOX_FACTORY(MakeLuaHandler),
+     "runs a Lua script, one coroutine per request (docs/lua.md)",
+     {CheckedStringParam("script", "",
+                         "The script: it returns a function(req) or a table "
+                         "of them by method",
+                         &CheckScriptParam)}},
     {"crash",
      GEARBOX_FACTORY(MakeCrashHandler),
      "aborts the process, to show what clients see when a worker dies",

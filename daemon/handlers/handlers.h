@@ -46,6 +46,11 @@ struct ServerInfo {
   // worker 0.
   int workers = 1;
   int worker = 0;
+  // The calling worker's stats slot (set by the Router from the model);
+  // null in unit tests. A handler may publish per-worker gauges in it.
+  WorkerStats* slot = nullptr;
+  // [lua]: the settings of the worker's Lua runtime.
+  LuaConfig lua;
 };
 
 // What a handler's file defines: builds the handler for a route whose params

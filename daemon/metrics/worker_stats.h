@@ -144,6 +144,9 @@ struct alignas(64) WorkerStats {
   // (counted into open_conns' totals; a child holding only these is free).
   std::atomic<uint64_t> idle_held{0};
   std::atomic<uint64_t> busy{0};  // 1 while serving a request
+  // KiB the worker's Lua state held after its last full collection (0: no
+  // Lua route); a gauge, written by the worker's runtime.
+  std::atomic<uint64_t> lua_kib{0};
   std::atomic<int32_t> pid{0};    // owning process (prefork child) or 0
   std::atomic<int32_t> tid{0};
   // Threadpool hand-off queue (acceptor slot only): depth now and high-water

@@ -171,7 +171,7 @@ void AsyncLoop::Run() {
   stats_.tid.store(static_cast<int32_t>(gettid()));
   // The loop's own handlers, on its thread: no connection is served before
   // the dispatch below.
-  router_ = shared_.routes->MakeRouter(index_);
+  router_ = shared_.routes->MakeRouter(index_, &stats_);
   env_.cycle.router = router_.get();
   event_base_dispatch(base_);
   CloseAll();       // exchanges end before the handlers that made them

@@ -294,7 +294,7 @@ class ThreadPoolModel final : public Model {
     BlockingContext bc;
     // This thread's own handlers (modules' worker_init runs here).
     const std::unique_ptr<Router> router =
-        ctx_.routes->MakeRouter(static_cast<int>(index));
+        ctx_.routes->MakeRouter(static_cast<int>(index), &stats);
     bc.env.cycle = {router.get(), &stats, ctx_.request_log.get(),
                     static_cast<int>(index)};
     bc.env.limits = &ctx_.config.limits;

@@ -1,0 +1,68 @@
+// What the gearbox.* functions of one Lua state reach through their upvalue:
+// the state's allocator, the coroutine running now, the worker's identity,
+// its cosocket pool. One Host per lua_State; never shared across threads.
+#pragma once
+
+#include <luajit-2.1/lua.hpp>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "daemon/handler.h"
+#include "daemon/handlers/lua/lua_alloc.h"
+#include "daemon/handlers/lua/tcp_pool.h"
+
+namespace gearbox::lua {
+
+struct TcpSocket;
+
+// One coroutine gearbox runs (a request's, or a script's init): what its
+// last waiting call asked for, and what it must give back when it ends.
+struct WaitCtx {
+  lua_State *co = nullptr;
+  // Set by a gearbox call just before it yields: the Step to return.
+  bool waiting = false;
+  Step step;
+  // What the resumed call returns: nothing (sleep), or true / nil, "timeout"
+  // (a cosocket's fd wait).
+  enum class Gives { kNothing, kReady } gives = Gives::kNothing;
+  // A delegated exchange (a query on the shared postgres code): Wakes go to
+  // it until it is done, then `finish` turns its response into the call's
+  // return values.
+  std::unique_ptr<Exchange> sub;
+  Response sub_response;
+  int (*finish)(lua_State *co, WaitCtx &ctx) = nullptr;
+  // Cosockets this coroutine opened: closed when it ends, whatever happened.
+  std::vector<TcpSocket *> sockets;
+};
+
+struct Host {
+  explicit Host(int64_t memory) : alloc(memory) {}
+  CappedAlloc alloc;
+  WaitCtx *current = nullptr;  // null while a script's top level runs
+  int worker = 0;
+  int generation = 0;
+  TcpPool pool;
+  // Content-Type values a script answered with: Response::content_type is a
+  // view that must outlive the response, so each distinct value is kept
+  // for the state's life (bounded: kMaxContentTypes).
+  std::unordered_set<std::string> content_types;
+};
+
+inline constexpr size_t kMaxContentTypes = 256;
+
+// The Host of the gearbox.* function being called (its upvalue 1).
+inline Host &HostOf(lua_State *L) {
+  return *static_cast<Host *>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+
+// The coroutine a waiting call may yield from, or a Lua error naming `what`
+// (at the top level: "not available while the script loads"; in a
+// coroutine of the script's own: it cannot be resumed by gearbox).
+WaitCtx &WaitingCaller(lua_State *L, const char *what);
+
+// Yields the running coroutine with `ctx.step` (set by the caller).
+int YieldStep(lua_State *L, WaitCtx &ctx, WaitCtx::Gives gives);
+
+}  // namespace gearbox::lua

@@ -1,0 +1,220 @@
+// Lua handlers under every model (one target per model, models.bzl): the
+// same scripts, driven over real sockets, waiting on real timers and a real
+// TCP backend.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/integration/lua/lua_fixture.h"
+
+namespace gearbox::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kWorkers = 4;
+
+bool IsModel(const char* name) { return ModelUnderTest() == name; }
+
+class LuaTest : public ModuleTest {
+ protected:
+  void StartApp(const std::string& lua = "memory = 16777216\n") {
+    StartWith(ModelSections(kWorkers) + "[lua]\n" + lua + "\n" +
+              LuaRoute("/app", TestScript("app.lua"), "timeout = \"5s\""));
+  }
+  HttpResponse Get(const std::string& target) {
+    return Exchange(port(), GetRequest(target));
+  }
+};
+
+TEST_F(LuaTest, HelloWithQueryHeadersAndBody) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r =
+      Exchange(port(), GetRequest("/app?name=J%C3%BCrgen+x&tag=a&tag=b&flag",
+                                  "X-Agent: probe/1\r\n"));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.Header("Content-Type"), "application/json");
+  EXPECT_FALSE(r.Header("X-Served").empty());
+  for (const char* want :
+       {"\"method\":\"GET\"", "\"path\":\"/app\"",
+        "\"name\":\"J\xC3\xBCrgen x\"", "\"tags\":\"a,b\"", "\"flag\":true",
+        "\"agent\":\"probe/1\"", "\"agent_lower\":\"probe/1\"",
+        "\"warmed\":\"worker "}) {
+    EXPECT_NE(r.body.find(want), std::string::npos) << want << " in " << r.body;
+  }
+  Connection c = Connection::Open(port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(
+      c.Send("POST /app HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n"
+             "hello there"));
+  HttpResponse post = c.ReadResponse();
+  EXPECT_EQ(post.status, 201) << post.raw;
+  EXPECT_EQ(post.body, "got 11 bytes: hello there\n");
+  // HEAD falls back to GET; the body is not sent.
+  ASSERT_TRUE(c.Send("HEAD /app HTTP/1.1\r\nHost: t\r\n\r\n"));
+  HttpResponse head = c.ReadResponse();
+  EXPECT_EQ(head.status, 200) << head.raw;
+}
+
+TEST_F(LuaTest, MethodTableAnswers405WithAllow) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Exchange(port(), "DELETE /app HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(r.status, 405) << r.raw;
+  EXPECT_EQ(r.Header("Allow"), "GET, HEAD, POST");
+}
+
+TEST_F(LuaTest, SleepWaitsWithoutFailing) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  const auto start = Clock::now();
+  HttpResponse r = Get("/app?do=sleep&s=0.05");
+  const auto ms = std::chrono::duration_cast<Millis>(Clock::now() - start);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body, "slept 0.05\n");
+  EXPECT_GE(ms.count(), 50);
+}
+
+// A sleep past the route's timeout is cut off with 504, like any handler.
+TEST_F(LuaTest, SleepPastTheRouteTimeoutIs504) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Get("/app?do=sleep&s=30");
+  EXPECT_EQ(r.status, 504) << r.raw;
+  EXPECT_EQ(Get("/app?do=sleep&s=0.001").status, 200);
+}
+
+// 200 sleeps of 50 ms at once: async's one loop overlaps them; prefork and
+// threadpool hold a worker per sleep (ceil(200 / workers) rounds).
+TEST_F(LuaTest, TwoHundredConcurrentSleeps) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  for (int i = 0; i < 2 * kWorkers; ++i) {
+    ASSERT_EQ(Get("/app?do=sleep&s=0.001").status, 200);
+  }
+  constexpr int kRequests = 200;
+  Burst burst =
+      ConcurrentGets(port(), "/app?do=sleep&s=0.05", kRequests, Millis(30000));
+  int ok = 0;
+  for (const HttpResponse& r : burst.responses) {
+    if (r.status == 200 && r.body == "slept 0.05\n") ++ok;
+  }
+  EXPECT_EQ(ok, kRequests);
+  const int workers = IsModel("async") ? 1 : kWorkers;
+  printf("[lua] model=%s sleep_200x50ms_ms=%.0f workers=%d\n",
+         ModelUnderTest().c_str(), burst.elapsed_ms, workers);
+  if (IsModel("async")) {
+    EXPECT_LT(burst.elapsed_ms, 500) << "the sleeps did not overlap";
+  } else {
+    EXPECT_GE(burst.elapsed_ms, std::ceil(kRequests / double(workers)) * 50)
+        << "each sleep should hold its worker";
+  }
+}
+
+TEST_F(LuaTest, CosocketRoundTripAndKeepalive) {
+  LineBackend backend;
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  const std::string base = "/app?do=tcp&port=" + std::to_string(backend.port());
+  HttpResponse r = Get(base);
+  EXPECT_EQ(r.body, "line=pong reused=0\n") << r.raw;
+  r = Get(base + "&line=echo+a%20b");
+  EXPECT_EQ(r.body, "line=a b reused=0\n") << r.raw;
+  // Kept-alive connections are reused: 12 requests over 4 workers give one
+  // worker at least three, so at least one request finds its pooled fd.
+  int reused = 0;
+  for (int i = 0; i < 12; ++i) {
+    r = Get(base + "&keep=1");
+    ASSERT_EQ(r.status, 200) << r.raw;
+    if (r.body == "line=pong reused=1\n") ++reused;
+  }
+  EXPECT_GE(reused, 1);
+  EXPECT_LT(backend.accepted(), 14) << "no connection was reused";
+}
+
+TEST_F(LuaTest, CosocketErrors) {
+  LineBackend backend;
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  const std::string port = std::to_string(backend.port());
+  EXPECT_EQ(Get("/app?do=tcp&port=" + std::to_string(ClosedPort())).body,
+            "connect_err=connection refused\n");
+  const auto start = Clock::now();
+  EXPECT_EQ(Get("/app?do=tcp&timeout=100&line=hang&port=" + port).body,
+            "receive_err=timeout partial=\n");
+  EXPECT_LT(Clock::now() - start, Millis(2000)) << "settimeout not obeyed";
+  EXPECT_EQ(Get("/app?do=tcp&line=close&port=" + port).body,
+            "receive_err=closed partial=\n");
+  // Host names are refused, not resolved on the worker.
+  EXPECT_EQ(Get("/app?do=tcp&port=" + port).status, 200);
+}
+
+TEST_F(LuaTest, RuntimeErrorIs500WithScriptLineInTheLog) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Get("/app?do=error");
+  EXPECT_EQ(r.status, 500) << r.raw;
+  const std::string script = TestScript("app.lua");
+  const std::string where =
+      script + ":" + std::to_string(LineOf(script, "t.field")) + ":";
+  EXPECT_NE(WaitForLog(*daemon_, "event=lua_error route=/app"),
+            std::string::npos);
+  EXPECT_NE(daemon_->Log().find(where), std::string::npos) << where;
+  EXPECT_NE(daemon_->Log().find("stack traceback"), std::string::npos);
+  EXPECT_EQ(Get("/app?do=badstatus").status, 500);
+  EXPECT_EQ(Get("/app").status, 200) << "the worker's state stays healthy";
+}
+
+TEST_F(LuaTest, MemoryCapIs500AndTheDaemonStaysHealthy) {
+  ASSERT_NO_FATAL_FAILURE(StartApp("memory = 8388608\n"));
+  HttpResponse r = Get("/app?do=memory");
+  EXPECT_EQ(r.status, 500) << r.raw;
+  EXPECT_NE(WaitForLog(*daemon_, "event=lua_state_rebuild"), std::string::npos);
+  EXPECT_NE(daemon_->Log().find("not enough memory ([lua] memory)"),
+            std::string::npos);
+  for (int i = 0; i < 2 * kWorkers; ++i) {
+    HttpResponse ok = Get("/app?name=after");
+    EXPECT_EQ(ok.status, 200) << ok.raw;
+    EXPECT_NE(ok.body.find("\"warmed\":\"worker "), std::string::npos)
+        << "a rebuilt state runs init again: " << ok.body;
+  }
+}
+
+TEST_F(LuaTest, JitIsOnWhereTheHostAllowsIt) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Get("/app?do=hot");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_NE(r.body.find("jit=true"), std::string::npos) << r.body;
+  EXPECT_EQ(daemon_->Log().find("lua_jit_off"), std::string::npos);
+}
+
+TEST_F(LuaTest, ReloadPicksUpAnEditedScript) {
+  const std::string script = TestTempDir() + "/edited.lua";
+  std::ofstream(script) << "return function() return 200, 'version 1\\n' end\n";
+  ASSERT_NO_FATAL_FAILURE(
+      StartWith(ModelSections(kWorkers) + LuaRoute("/v", script)));
+  EXPECT_EQ(Get("/v").body, "version 1\n");
+  // A broken edit: the reload fails, the old generation keeps serving.
+  std::ofstream(script)
+      << "return function() return 200, 'version 2\\n' end end\n";
+  ASSERT_TRUE(daemon_->Signal(SIGHUP));
+  ASSERT_NE(WaitForLog(*daemon_, "event=reload_failed"), std::string::npos);
+  EXPECT_NE(daemon_->Log().find("edited.lua:1:"), std::string::npos);
+  EXPECT_EQ(Get("/v").body, "version 1\n");
+  std::ofstream(script) << "return function() return 200, 'version 2\\n' end\n";
+  ASSERT_TRUE(daemon_->Signal(SIGHUP));
+  ASSERT_NE(WaitForLog(*daemon_, "event=generation_started gen=2"),
+            std::string::npos);
+  std::string body;
+  const auto until = Clock::now() + Millis(5000);
+  do {
+    body = Get("/v").body;
+  } while (body != "version 2\n" && Clock::now() < until);
+  EXPECT_EQ(body, "version 2\n");
+}
+
+}  // namespace
+}  // namespace gearbox::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!gearbox::testing::InitModelFromArgs(argc, argv)) return 2;
+  return RUN_ALL_TESTS();
+}

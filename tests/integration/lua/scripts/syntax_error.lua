@@ -1,0 +1,3 @@
+return function(req)
+  return 200, "ok"
+end end

@@ -1,0 +1,2 @@
+gearbox.sleep(0.1)
+return function() return 200, "never\n" end
