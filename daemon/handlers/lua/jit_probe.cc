@@ -13,7 +13,7 @@ namespace {
 // flip to RX.
 std::string Probe() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void *p = mmap(nullptr, page, PROT_READ | PROT_WRITE,
+  void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     return std::string("mmap(PROT_READ|PROT_WRITE): ") + strerror(errno);
@@ -28,7 +28,7 @@ std::string Probe() {
 
 }  // namespace
 
-const std::string &JitRefusedReason() {
+const std::string& JitRefusedReason() {
   static const std::string reason = Probe();
   return reason;
 }

@@ -12,6 +12,6 @@ namespace gearbox::lua {
 // "" when a page can go from PROT_READ|PROT_WRITE to PROT_READ|PROT_EXEC;
 // otherwise the refused call and its error. Probed once per process (the
 // answer holds for its life: the policies above cannot be lifted).
-const std::string &JitRefusedReason();
+const std::string& JitRefusedReason();
 
 }  // namespace gearbox::lua

@@ -15,7 +15,7 @@ class CappedAlloc {
   // Puts this allocator in front of L's own (luaL_newstate's, which LuaJIT
   // builds for its address-space needs: in non-GC64 builds only that one
   // may allocate), counting from what L holds now.
-  void Install(lua_State *L);
+  void Install(lua_State* L);
 
   // Refusals apply only while armed, i.e. inside a protected call: an
   // allocation outside one (a push before lua_resume) must never fail, or
@@ -32,14 +32,14 @@ class CappedAlloc {
   }
 
  private:
-  static void *Allocate(void *ud, void *ptr, size_t osize, size_t nsize);
+  static void* Allocate(void* ud, void* ptr, size_t osize, size_t nsize);
 
   const size_t cap_;
   size_t used_ = 0;
   bool armed_ = false;
   bool refused_ = false;
   lua_Alloc inner_ = nullptr;
-  void *inner_ud_ = nullptr;
+  void* inner_ud_ = nullptr;
 };
 
 }  // namespace gearbox::lua

@@ -9,13 +9,13 @@ namespace gearbox::lua {
 
 // Sets the global `gearbox` in L: sleep, now, log, worker, null, json, tcp
 // (and, once the postgres part is in, postgres). `host` outlives L.
-void InstallApi(lua_State *L, Host *host);
+void InstallApi(lua_State* L, Host* host);
 
 // The parts, each in its own file.
-void InstallJson(lua_State *L, Host *host);  // gearbox.json, gearbox.null
-void InstallTcp(lua_State *L, Host *host);   // gearbox.tcp
+void InstallJson(lua_State* L, Host* host);  // gearbox.json, gearbox.null
+void InstallTcp(lua_State* L, Host* host);   // gearbox.tcp
 // Sets field `name` of the table on top of the stack to fn with host as
 // upvalue 1.
-void SetFunction(lua_State *L, Host *host, const char *name, lua_CFunction fn);
+void SetFunction(lua_State* L, Host* host, const char* name, lua_CFunction fn);
 
 }  // namespace gearbox::lua

@@ -5,11 +5,11 @@
 
 namespace gearbox {
 
-std::optional<ConfigError> CheckLuaScripts(const Config &config) {
+std::optional<ConfigError> CheckLuaScripts(const Config& config) {
   for (size_t i = 0; i < config.routes.size(); ++i) {
-    const RouteConfig &route = config.routes[i];
+    const RouteConfig& route = config.routes[i];
     if (route.module || route.handler != "lua") continue;
-    const RouteParam *script = route.params.Find("script");
+    const RouteParam* script = route.params.Find("script");
     const std::string path =
         lua::ResolveScript(std::get<std::string>(script->value), config.lua);
     lua::Vm vm(config.lua, 0, 0);

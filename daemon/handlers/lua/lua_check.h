@@ -11,6 +11,6 @@
 
 namespace gearbox {
 
-std::optional<ConfigError> CheckLuaScripts(const Config &config);
+std::optional<ConfigError> CheckLuaScripts(const Config& config);
 
 }  // namespace gearbox

@@ -1,13 +1,14 @@
 #include "daemon/handlers/lua/lua_coroutine.h"
 
 #include "daemon/handlers/lua/lua_runtime.h"
+#include "daemon/handlers/lua/lua_script.h"
 #include "daemon/handlers/lua/lua_tcp.h"
 
 namespace gearbox::lua {
 
-Coroutine::Coroutine(Runtime *runtime, int fn, std::string label)
+Coroutine::Coroutine(Runtime* runtime, int fn, std::string label)
     : runtime_(runtime), label_(std::move(label)) {
-  lua_State *L = runtime_->vm().L();
+  lua_State* L = runtime_->vm().L();
   ctx_.co = lua_newthread(L);
   ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_rawgeti(ctx_.co, LUA_REGISTRYINDEX, fn);
@@ -21,7 +22,7 @@ Coroutine::~Coroutine() {
   runtime_->Ended(memory_error_);
 }
 
-int Coroutine::PushWakeResults(const Wake &wake) {
+int Coroutine::PushWakeResults(const Wake& wake) {
   if (ctx_.gives == WaitCtx::Gives::kNothing) return 0;
   if (wake.why == Wake::Why::kFdsReady) {
     lua_pushboolean(ctx_.co, 1);
@@ -32,7 +33,7 @@ int Coroutine::PushWakeResults(const Wake &wake) {
   return 2;
 }
 
-Step Coroutine::Resume(const Wake &wake, Response &response) {
+Step Coroutine::Resume(const Wake& wake, Response& response) {
   if (wake.why == Wake::Why::kStart) return Run(nargs_, response);
   if (ctx_.sub) {
     Step step = ctx_.sub->Resume(wake, ctx_.sub_response);
@@ -44,8 +45,8 @@ Step Coroutine::Resume(const Wake &wake, Response &response) {
   return Run(PushWakeResults(wake), response);
 }
 
-Step Coroutine::Run(int nargs, Response &response) {
-  Host &host = runtime_->vm().host();
+Step Coroutine::Run(int nargs, Response& response) {
+  Host& host = runtime_->vm().host();
   host.current = &ctx_;
   host.alloc.Arm(true);
   const int status = lua_resume(ctx_.co, nargs);
@@ -73,8 +74,8 @@ Step Coroutine::Run(int nargs, Response &response) {
   return Step::Done();
 }
 
-Step Coroutine::Error(int status, Response &response) {
-  lua_State *L = runtime_->vm().L();
+Step Coroutine::Error(int status, Response& response) {
+  lua_State* L = runtime_->vm().L();
   const bool memory = status == LUA_ERRMEM || memory_error_;
   memory_error_ = memory;
   std::string message = lua_isstring(ctx_.co, -1)
@@ -84,7 +85,8 @@ Step Coroutine::Error(int status, Response &response) {
   luaL_traceback(L, ctx_.co, nullptr, 0);
   std::string traceback = lua_tostring(L, -1);
   lua_pop(L, 1);
-  Failed(message, traceback, memory, response);
+  Failed(WithFullPath(std::move(message), label_),
+         WithFullPath(std::move(traceback), label_), memory, response);
   return Step::Done();
 }
 

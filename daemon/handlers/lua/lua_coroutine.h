@@ -18,30 +18,30 @@ class Coroutine : public Exchange {
   // A coroutine that will call the function at registry ref `fn`; the
   // caller pushes its arguments onto co() before the first Resume and says
   // how many (set_nargs).
-  Coroutine(Runtime *runtime, int fn, std::string label);
+  Coroutine(Runtime* runtime, int fn, std::string label);
   // Ends the coroutine however far it got: its cosockets close, its thread
   // is released, the runtime learns it ended.
   ~Coroutine() override;
 
-  lua_State *co() const { return ctx_.co; }
+  lua_State* co() const { return ctx_.co; }
   void set_nargs(int n) { nargs_ = n; }
-  Step Resume(const Wake &wake, Response &response) final;
+  Step Resume(const Wake& wake, Response& response) final;
 
  protected:
   // The function returned `n` values on co()'s stack: fill the response.
   // Returns "" or what is wrong with them (then 500).
-  virtual std::string Answer(int n, Response &response) = 0;
+  virtual std::string Answer(int n, Response& response) = 0;
   // A runtime error (message with script:line, and its traceback).
-  virtual void Failed(const std::string &message, const std::string &traceback,
-                      bool memory, Response &response) = 0;
-  const std::string &label() const { return label_; }
+  virtual void Failed(const std::string& message, const std::string& traceback,
+                      bool memory, Response& response) = 0;
+  const std::string& label() const { return label_; }
 
  private:
-  int PushWakeResults(const Wake &wake);
-  Step Run(int nargs, Response &response);
-  Step Error(int status, Response &response);
+  int PushWakeResults(const Wake& wake);
+  Step Run(int nargs, Response& response);
+  Step Error(int status, Response& response);
 
-  Runtime *const runtime_;
+  Runtime* const runtime_;
   const std::string label_;  // the script's path, for logs
   WaitCtx ctx_;
   int ref_ = LUA_NOREF;  // keeps the thread alive while it is suspended

@@ -24,8 +24,8 @@ struct LuaRoute {
 
 class LuaRequestExchange final : public lua::Coroutine {
  public:
-  LuaRequestExchange(Runtime *runtime, int fn, LuaRoute *route,
-                     const Request &request)
+  LuaRequestExchange(Runtime* runtime, int fn, LuaRoute* route,
+                     const Request& request)
       : Coroutine(runtime, fn, route->script),
         runtime_(runtime),
         route_(route) {
@@ -34,12 +34,12 @@ class LuaRequestExchange final : public lua::Coroutine {
   }
 
  private:
-  std::string Answer(int n, Response &response) override {
+  std::string Answer(int n, Response& response) override {
     return lua::ReadAnswer(co(), n, runtime_->vm().host(), response);
   }
 
-  void Failed(const std::string &message, const std::string &traceback,
-              bool memory, Response &response) override {
+  void Failed(const std::string& message, const std::string& traceback,
+              bool memory, Response& response) override {
     ++route_->errors;
     LogError("lua_error",
              "route={} script={} error={} memory={} errors={} traceback={}",
@@ -50,13 +50,13 @@ class LuaRequestExchange final : public lua::Coroutine {
     response.body = "internal server error\n";
   }
 
-  Runtime *const runtime_;
-  LuaRoute *const route_;
+  Runtime* const runtime_;
+  LuaRoute* const route_;
 };
 
 class LuaHandler final : public Handler {
  public:
-  LuaHandler(const RouteConfig &route, const ServerInfo &info)
+  LuaHandler(const RouteConfig& route, const ServerInfo& info)
       : runtime_(Runtime::ForWorker(info)) {
     route_.path = route.path;
     route_.script = lua::ResolveScript(route.params.Text("script"), info.lua);
@@ -64,12 +64,12 @@ class LuaHandler final : public Handler {
                                route.timeout.value_or(info.request_timeout));
   }
 
-  std::unique_ptr<Exchange> Start(const Request &request) override {
-    const lua::Script *script = runtime_->Loaded(script_);
+  std::unique_ptr<Exchange> Start(const Request& request) override {
+    const lua::Script* script = runtime_->Loaded(script_);
     if (!script) return Answer(500, "internal server error\n");
     const int fn = script->For(request.method);
     if (fn == LUA_NOREF) {
-      return Immediately([allow = script->Allow()](Response &response) {
+      return Immediately([allow = script->Allow()](Response& response) {
         response.status = 405;
         response.body = "method not allowed\n";
         response.extra_headers = "Allow: " + allow + "\r\n";
@@ -80,8 +80,8 @@ class LuaHandler final : public Handler {
   }
 
  private:
-  static std::unique_ptr<Exchange> Answer(int status, const char *body) {
-    return Immediately([status, body](Response &response) {
+  static std::unique_ptr<Exchange> Answer(int status, const char* body) {
+    return Immediately([status, body](Response& response) {
       response.status = status;
       response.body = body;
     });
@@ -95,8 +95,8 @@ class LuaHandler final : public Handler {
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeLuaHandler(const RouteConfig &route,
-                                        const ServerInfo &info) {
+std::unique_ptr<Handler> MakeLuaHandler(const RouteConfig& route,
+                                        const ServerInfo& info) {
   return std::make_unique<LuaHandler>(route, info);
 }
 

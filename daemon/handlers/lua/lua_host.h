@@ -20,7 +20,7 @@ struct TcpSocket;
 // One coroutine gearbox runs (a request's, or a script's init): what its
 // last waiting call asked for, and what it must give back when it ends.
 struct WaitCtx {
-  lua_State *co = nullptr;
+  lua_State* co = nullptr;
   // Set by a gearbox call just before it yields: the Step to return.
   bool waiting = false;
   Step step;
@@ -32,15 +32,15 @@ struct WaitCtx {
   // return values.
   std::unique_ptr<Exchange> sub;
   Response sub_response;
-  int (*finish)(lua_State *co, WaitCtx &ctx) = nullptr;
+  int (*finish)(lua_State* co, WaitCtx& ctx) = nullptr;
   // Cosockets this coroutine opened: closed when it ends, whatever happened.
-  std::vector<TcpSocket *> sockets;
+  std::vector<TcpSocket*> sockets;
 };
 
 struct Host {
   explicit Host(int64_t memory) : alloc(memory) {}
   CappedAlloc alloc;
-  WaitCtx *current = nullptr;  // null while a script's top level runs
+  WaitCtx* current = nullptr;  // null while a script's top level runs
   int worker = 0;
   int generation = 0;
   TcpPool pool;
@@ -53,16 +53,16 @@ struct Host {
 inline constexpr size_t kMaxContentTypes = 256;
 
 // The Host of the gearbox.* function being called (its upvalue 1).
-inline Host &HostOf(lua_State *L) {
-  return *static_cast<Host *>(lua_touserdata(L, lua_upvalueindex(1)));
+inline Host& HostOf(lua_State* L) {
+  return *static_cast<Host*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
 
 // The coroutine a waiting call may yield from, or a Lua error naming `what`
 // (at the top level: "not available while the script loads"; in a
 // coroutine of the script's own: it cannot be resumed by gearbox).
-WaitCtx &WaitingCaller(lua_State *L, const char *what);
+WaitCtx& WaitingCaller(lua_State* L, const char* what);
 
 // Yields the running coroutine with `ctx.step` (set by the caller).
-int YieldStep(lua_State *L, WaitCtx &ctx, WaitCtx::Gives gives);
+int YieldStep(lua_State* L, WaitCtx& ctx, WaitCtx::Gives gives);
 
 }  // namespace gearbox::lua

@@ -21,12 +21,12 @@ constexpr int kMaxDepth = 200;  // nesting, both ways: a cycle ends here
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-bool IsNull(lua_State *L, int i) {
+bool IsNull(lua_State* L, int i) {
   return lua_type(L, i) == LUA_TLIGHTUSERDATA && !lua_touserdata(L, i);
 }
 
 // n when the table at i is a sequence 1..n with no other keys, else -1.
-int ArrayLength(lua_State *L, int i) {
+int ArrayLength(lua_State* L, int i) {
   const int n = static_cast<int>(lua_objlen(L, i));
   if (n == 0) return -1;  // {} is an object
   int keys = 0;
@@ -39,7 +39,7 @@ int ArrayLength(lua_State *L, int i) {
 }
 
 // Writes the value at stack index i; an error message on failure.
-const char *Encode(lua_State *L, int i, Writer &w, int depth) {
+const char* Encode(lua_State* L, int i, Writer& w, int depth) {
   switch (lua_type(L, i)) {
     case LUA_TNIL:
       w.Null();
@@ -59,7 +59,7 @@ const char *Encode(lua_State *L, int i, Writer &w, int depth) {
     }
     case LUA_TSTRING: {
       size_t len;
-      const char *s = lua_tolstring(L, i, &len);
+      const char* s = lua_tolstring(L, i, &len);
       w.String(s, static_cast<rapidjson::SizeType>(len));
       return nullptr;
     }
@@ -82,7 +82,7 @@ const char *Encode(lua_State *L, int i, Writer &w, int depth) {
     w.StartArray();
     for (int k = 1; k <= n; ++k) {
       lua_rawgeti(L, i, k);
-      const char *err = Encode(L, lua_gettop(L), w, depth + 1);
+      const char* err = Encode(L, lua_gettop(L), w, depth + 1);
       lua_pop(L, 1);
       if (err) return err;
     }
@@ -99,10 +99,10 @@ const char *Encode(lua_State *L, int i, Writer &w, int depth) {
     }
     lua_pushvalue(L, -2);  // tolstring converts a number key in place
     size_t len;
-    const char *key = lua_tolstring(L, -1, &len);
+    const char* key = lua_tolstring(L, -1, &len);
     w.Key(key, static_cast<rapidjson::SizeType>(len));
     lua_pop(L, 1);
-    const char *err = Encode(L, lua_gettop(L), w, depth + 1);
+    const char* err = Encode(L, lua_gettop(L), w, depth + 1);
     lua_pop(L, 1);
     if (err) {
       lua_pop(L, 1);
@@ -114,11 +114,11 @@ const char *Encode(lua_State *L, int i, Writer &w, int depth) {
 }
 
 // gearbox.json.encode(value) -> string | nil, err
-int JsonEncode(lua_State *L) {
+int JsonEncode(lua_State* L) {
   luaL_checkany(L, 1);
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
-  if (const char *err = Encode(L, 1, w, 0)) {
+  if (const char* err = Encode(L, 1, w, 0)) {
     lua_pushnil(L);
     lua_pushstring(L, err);
     return 2;
@@ -132,7 +132,7 @@ int JsonEncode(lua_State *L) {
 // which Key pushed between the two).
 class Builder {
  public:
-  explicit Builder(lua_State *L) : L_(L) {}
+  explicit Builder(lua_State* L) : L_(L) {}
   bool Null() {
     lua_pushlightuserdata(L_, nullptr);
     return Stored();
@@ -150,12 +150,12 @@ class Builder {
     lua_pushnumber(L_, d);
     return Stored();
   }
-  bool RawNumber(const char *, rapidjson::SizeType, bool) { return false; }
-  bool String(const char *s, rapidjson::SizeType len, bool) {
+  bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }
+  bool String(const char* s, rapidjson::SizeType len, bool) {
     lua_pushlstring(L_, s, len);
     return Stored();
   }
-  bool Key(const char *s, rapidjson::SizeType len, bool) {
+  bool Key(const char* s, rapidjson::SizeType len, bool) {
     lua_pushlstring(L_, s, len);
     return true;
   }
@@ -187,14 +187,14 @@ class Builder {
     return true;
   }
 
-  lua_State *L_;
+  lua_State* L_;
   std::vector<int> open_;
 };
 
 // gearbox.json.decode(text) -> value | nil, err
-int JsonDecode(lua_State *L) {
+int JsonDecode(lua_State* L) {
   size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
+  const char* text = luaL_checklstring(L, 1, &len);
   const int top = lua_gettop(L);
   Builder builder(L);
   rapidjson::Reader reader;
@@ -223,7 +223,7 @@ int JsonDecode(lua_State *L) {
 
 }  // namespace
 
-void InstallJson(lua_State *L, Host *host) {
+void InstallJson(lua_State* L, Host* host) {
   lua_pushlightuserdata(L, nullptr);
   lua_setfield(L, -2, "null");
   lua_newtable(L);

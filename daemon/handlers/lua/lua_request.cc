@@ -5,7 +5,7 @@
 namespace gearbox::lua {
 namespace {
 
-constexpr const char *kHeadersMeta = "gearbox.headers";
+constexpr const char* kHeadersMeta = "gearbox.headers";
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -16,7 +16,7 @@ int HexDigit(char c) {
 
 // Pushes `raw` form-decoded ('+' is a space, %XX a byte; a malformed escape
 // stays as written).
-void PushDecoded(lua_State *L, std::string_view raw) {
+void PushDecoded(lua_State* L, std::string_view raw) {
   if (raw.find_first_of("+%") == std::string_view::npos) {
     lua_pushlstring(L, raw.data(), raw.size());
     return;
@@ -40,7 +40,7 @@ void PushDecoded(lua_State *L, std::string_view raw) {
 
 // t[key] = value (the key at -2, the value at -1, both popped); a key
 // already there becomes an array of its values, in order.
-void AddArgument(lua_State *L, int t) {
+void AddArgument(lua_State* L, int t) {
   lua_pushvalue(L, -2);
   lua_rawget(L, t);  // key, value, old
   if (lua_isnil(L, -1)) {
@@ -61,7 +61,7 @@ void AddArgument(lua_State *L, int t) {
   lua_pop(L, 2);
 }
 
-void PushQuery(lua_State *L, std::string_view query) {
+void PushQuery(lua_State* L, std::string_view query) {
   lua_newtable(L);
   const int t = lua_gettop(L);
   while (!query.empty()) {
@@ -81,10 +81,10 @@ void PushQuery(lua_State *L, std::string_view query) {
   }
 }
 
-void PushHeaders(lua_State *L, const Request &request) {
+void PushHeaders(lua_State* L, const Request& request) {
   lua_createtable(L, 0, static_cast<int>(request.headers.size()));
   char name[128];
-  for (const Header &h : request.headers) {
+  for (const Header& h : request.headers) {
     if (h.name.size() > sizeof name) continue;  // no such header is useful
     for (size_t i = 0; i < h.name.size(); ++i) {
       name[i] =
@@ -109,7 +109,7 @@ void PushHeaders(lua_State *L, const Request &request) {
 
 }  // namespace
 
-void InstallRequestMeta(lua_State *L) {
+void InstallRequestMeta(lua_State* L) {
   luaL_newmetatable(L, kHeadersMeta);
   luaL_loadstring(
       L,
@@ -122,7 +122,7 @@ void InstallRequestMeta(lua_State *L) {
   lua_pop(L, 1);
 }
 
-void PushRequest(lua_State *L, const Request &request) {
+void PushRequest(lua_State* L, const Request& request) {
   lua_createtable(L, 0, 8);
   lua_pushlstring(L, request.method.data(), request.method.size());
   lua_setfield(L, -2, "method");

@@ -27,7 +27,7 @@ bool IsFieldValue(std::string_view value) {
 }
 
 // The interned copy of a Content-Type (Response keeps a view of it).
-std::string_view Intern(Host &host, std::string_view type) {
+std::string_view Intern(Host& host, std::string_view type) {
   auto it = host.content_types.find(std::string(type));
   if (it != host.content_types.end()) return *it;
   if (host.content_types.size() >= kMaxContentTypes) return {};
@@ -35,7 +35,7 @@ std::string_view Intern(Host &host, std::string_view type) {
 }
 
 // One header of the returned table (key -2, value -1); "" or what is wrong.
-std::string AddHeader(lua_State *L, Host &host, Response &response) {
+std::string AddHeader(lua_State* L, Host& host, Response& response) {
   if (lua_type(L, -2) != LUA_TSTRING) return "a header name is not a string";
   std::string_view name = lua_tostring(L, -2);
   if (!IsToken(name)) return "bad header name \"" + std::string(name) + "\"";
@@ -46,13 +46,13 @@ std::string AddHeader(lua_State *L, Host &host, Response &response) {
   }
   lua_pushvalue(L, -1);  // tolstring converts a number in place
   size_t len;
-  const char *text = lua_tolstring(L, -1, &len);
+  const char* text = lua_tolstring(L, -1, &len);
   const std::string_view value(text, len);
   lua_pop(L, 1);
   if (!IsFieldValue(value)) {
     return "header " + std::string(name) + " holds a control character";
   }
-  for (const char *reserved :
+  for (const char* reserved :
        {"Content-Length", "Transfer-Encoding", "Connection"}) {
     if (strcasecmp(std::string(name).c_str(), reserved) == 0) {
       return std::string("gearbox sets ") + reserved + " itself";
@@ -76,7 +76,7 @@ std::string AddHeader(lua_State *L, Host &host, Response &response) {
 
 }  // namespace
 
-std::string ReadAnswer(lua_State *L, int n, Host &host, Response &response) {
+std::string ReadAnswer(lua_State* L, int n, Host& host, Response& response) {
   const int base = lua_gettop(L) - n;
   if (n < 1 || lua_type(L, base + 1) != LUA_TNUMBER) {
     return "the handler must return status, body[, headers]; its first "
@@ -90,7 +90,7 @@ std::string ReadAnswer(lua_State *L, int n, Host &host, Response &response) {
   response.status = static_cast<int>(status);
   if (n >= 2 && !lua_isnil(L, base + 2)) {
     size_t len;
-    const char *body = lua_tolstring(L, base + 2, &len);
+    const char* body = lua_tolstring(L, base + 2, &len);
     if (!body) {
       return std::string("the body is a ") + luaL_typename(L, base + 2) +
              ", not a string";

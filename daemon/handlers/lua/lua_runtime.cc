@@ -16,9 +16,9 @@ class InitCoroutine final : public Coroutine {
   using Coroutine::Coroutine;
 
  private:
-  std::string Answer(int, Response &) override { return ""; }
-  void Failed(const std::string &message, const std::string &traceback, bool,
-              Response &) override {
+  std::string Answer(int, Response&) override { return ""; }
+  void Failed(const std::string& message, const std::string& traceback, bool,
+              Response&) override {
     error = message;
     where = traceback;
   }
@@ -29,7 +29,7 @@ class InitCoroutine final : public Coroutine {
 
 }  // namespace
 
-std::shared_ptr<Runtime> Runtime::ForWorker(const ServerInfo &info) {
+std::shared_ptr<Runtime> Runtime::ForWorker(const ServerInfo& info) {
   // One per worker thread and generation (a reload's new generation gets a
   // new runtime, so an edited script is picked up, even on a thread that
   // served the old one).
@@ -43,7 +43,7 @@ std::shared_ptr<Runtime> Runtime::ForWorker(const ServerInfo &info) {
   return runtime;
 }
 
-Runtime::Runtime(const ServerInfo &info)
+Runtime::Runtime(const ServerInfo& info)
     : info_(info),
       vm_(std::make_unique<Vm>(info.lua, info.worker, info.generation)) {}
 
@@ -51,7 +51,7 @@ Runtime::~Runtime() {
   if (info_.slot) info_.slot->lua_kib.store(0, std::memory_order_relaxed);
 }
 
-int Runtime::Script(const std::string &path, Duration init_timeout) {
+int Runtime::Script(const std::string& path, Duration init_timeout) {
   for (size_t i = 0; i < scripts_.size(); ++i) {
     if (scripts_[i].path == path) return static_cast<int>(i);
   }
@@ -61,12 +61,12 @@ int Runtime::Script(const std::string &path, Duration init_timeout) {
   return static_cast<int>(scripts_.size() - 1);
 }
 
-const lua::Script *Runtime::Loaded(int index) const {
-  const Entry &e = scripts_[static_cast<size_t>(index)];
+const lua::Script* Runtime::Loaded(int index) const {
+  const Entry& e = scripts_[static_cast<size_t>(index)];
   return e.error.empty() ? &e.script : nullptr;
 }
 
-void Runtime::Load(Entry &entry) {
+void Runtime::Load(Entry& entry) {
   entry.script = {};
   entry.error = LoadScript(*vm_, entry.path, &entry.script);
   if (!entry.error.empty()) {
@@ -79,9 +79,9 @@ void Runtime::Load(Entry &entry) {
   if (entry.script.init != LUA_NOREF) RunInit(entry);
 }
 
-void Runtime::RunInit(Entry &entry) {
+void Runtime::RunInit(Entry& entry) {
   InitCoroutine init(this, entry.script.init, entry.path);
-  lua_State *co = init.co();
+  lua_State* co = init.co();
   lua_getglobal(co, "gearbox");
   lua_getfield(co, -1, "worker");
   lua_remove(co, -2);
@@ -119,7 +119,7 @@ void Runtime::Rebuild() {
   rebuilding_ = true;  // an init past the cap now must not rebuild again
   vm_.reset();  // no coroutine is left: nothing refers into the old state
   vm_ = std::make_unique<Vm>(info_.lua, info_.worker, info_.generation);
-  for (Entry &entry : scripts_) Load(entry);
+  for (Entry& entry : scripts_) Load(entry);
   rebuilding_ = false;
   Publish(true);
 }

@@ -20,19 +20,19 @@ class Runtime {
  public:
   // The calling worker's runtime for info's generation, made if none is
   // alive on this thread.
-  static std::shared_ptr<Runtime> ForWorker(const ServerInfo &info);
-  Runtime(const ServerInfo &info);
+  static std::shared_ptr<Runtime> ForWorker(const ServerInfo& info);
+  Runtime(const ServerInfo& info);
   ~Runtime();
 
   // The index of `path`'s script, loading it (top level, then init, which
   // may wait: run to its end here, bounded by init_timeout) on first use.
   // A script that fails to load still gets an index: its routes answer 500.
-  int Script(const std::string &path, Duration init_timeout);
+  int Script(const std::string& path, Duration init_timeout);
   // Null when the script failed to load (error() says why).
-  const lua::Script *Loaded(int index) const;
-  const std::string &error(int index) const { return scripts_[index].error; }
+  const lua::Script* Loaded(int index) const;
+  const std::string& error(int index) const { return scripts_[index].error; }
 
-  Vm &vm() { return *vm_; }
+  Vm& vm() { return *vm_; }
   // Bracket every coroutine gearbox runs. Ended() rebuilds the state once a
   // memory error was seen and no coroutine is left, and refreshes lua_kib.
   void Started() { ++active_; }
@@ -45,8 +45,8 @@ class Runtime {
     lua::Script script;
     std::string error;  // "" when loaded
   };
-  void Load(Entry &entry);
-  void RunInit(Entry &entry);
+  void Load(Entry& entry);
+  void RunInit(Entry& entry);
   void Rebuild();
   void Publish(bool collect);
 

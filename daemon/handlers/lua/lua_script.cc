@@ -13,7 +13,7 @@ bool IsMethodName(std::string_view key) {
 
 // Checks the method table on top of the stack and takes refs of its
 // functions; "" or what is wrong.
-std::string TakeMethods(lua_State *L, const std::string &path, Script *out) {
+std::string TakeMethods(lua_State* L, const std::string& path, Script* out) {
   lua_pushnil(L);
   while (lua_next(L, -2)) {
     const std::string key =
@@ -47,14 +47,30 @@ std::string TakeMethods(lua_State *L, const std::string &path, Script *out) {
 
 }  // namespace
 
-std::string ResolveScript(const std::string &script, const LuaConfig &lua) {
+std::string ResolveScript(const std::string& script, const LuaConfig& lua) {
   if (script.empty() || script[0] == '/') return script;
   return lua.base_dir + "/" + script;
 }
 
+std::string WithFullPath(std::string text, const std::string& path) {
+  for (size_t at = text.find("..."); at != std::string::npos;
+       at = text.find("...", at)) {
+    const size_t colon = text.find(':', at + 3);
+    if (colon == std::string::npos) break;
+    const std::string_view tail(text.data() + at + 3, colon - at - 3);
+    if (!tail.empty() && path.size() > tail.size() && path.ends_with(tail)) {
+      text.replace(at, colon - at, path);
+      at += path.size();
+    } else {
+      at += 3;
+    }
+  }
+  return text;
+}
+
 int Script::For(std::string_view method) const {
   if (handler != LUA_NOREF) return handler;
-  for (const auto &[name, ref] : methods) {
+  for (const auto& [name, ref] : methods) {
     if (name == method) return ref;
   }
   return method == "HEAD" ? For("GET") : LUA_NOREF;
@@ -62,28 +78,27 @@ int Script::For(std::string_view method) const {
 
 std::string Script::Allow() const {
   std::vector<std::string> names;
-  for (const auto &m : methods) names.push_back(m.first);
+  for (const auto& m : methods) names.push_back(m.first);
   if (For("GET") != LUA_NOREF && For("HEAD") != LUA_NOREF &&
       std::find(names.begin(), names.end(), "HEAD") == names.end()) {
     names.push_back("HEAD");
   }
   std::sort(names.begin(), names.end());
   std::string allow;
-  for (const std::string &n : names) allow += (allow.empty() ? "" : ", ") + n;
+  for (const std::string& n : names) allow += (allow.empty() ? "" : ", ") + n;
   return allow;
 }
 
-std::string LoadScript(Vm &vm, const std::string &path, Script *out) {
-  lua_State *L = vm.L();
+std::string LoadScript(Vm& vm, const std::string& path, Script* out) {
+  lua_State* L = vm.L();
   out->path = path;
   if (luaL_loadfile(L, path.c_str()) != 0) {
     std::string message = lua_tostring(L, -1);
     lua_pop(L, 1);
-    // luaL_loadfile says "cannot open PATH" for a missing file: add why.
-    return message;
+    return WithFullPath(std::move(message), path);
   }
   if (std::string error = ProtectedCall(vm, 0, 1); !error.empty()) {
-    return error;
+    return WithFullPath(std::move(error), path);
   }
   if (lua_isfunction(L, -1)) {
     out->handler = luaL_ref(L, LUA_REGISTRYINDEX);

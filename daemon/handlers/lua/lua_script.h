@@ -28,11 +28,16 @@ struct Script {
 
 // A route's script as written, resolved: a relative one is relative to the
 // config file's directory (as a [[module]] path).
-std::string ResolveScript(const std::string &script, const LuaConfig &lua);
+std::string ResolveScript(const std::string& script, const LuaConfig& lua);
+
+// Lua shortens a long chunk name to "...<its tail>" in positions
+// (LUA_IDSIZE): each such position of `path` in `text` is written out whole,
+// so a log line names the script an operator can open.
+std::string WithFullPath(std::string text, const std::string& path);
 
 // Loads `path` into vm: "" on success (out filled, refs held in vm's
 // registry), else "path:line: message" (a syntax error, an error in the top
 // level, a returned value of the wrong shape).
-std::string LoadScript(Vm &vm, const std::string &path, Script *out);
+std::string LoadScript(Vm& vm, const std::string& path, Script* out);
 
 }  // namespace gearbox::lua

@@ -24,17 +24,17 @@
 namespace gearbox::lua {
 namespace {
 
-constexpr const char *kMeta = "gearbox.tcp";
+constexpr const char* kMeta = "gearbox.tcp";
 constexpr int kDefaultTimeoutMs = 60000;  // OpenResty's lua_socket_*_timeout
 constexpr int kDefaultPoolSize = 30;      // ... and lua_socket_pool_size
 constexpr int kDefaultIdleMs = 60000;     // ... and its keepalive_timeout
 
-TcpSocket &Checked(lua_State *L) {
-  return *static_cast<TcpSocket *>(luaL_checkudata(L, 1, kMeta));
+TcpSocket& Checked(lua_State* L) {
+  return *static_cast<TcpSocket*>(luaL_checkudata(L, 1, kMeta));
 }
 
 // nil, "connection refused": OpenResty's spelling of errno.
-int Failed(lua_State *L, int err) {
+int Failed(lua_State* L, int err) {
   std::string text = err == EPIPE ? "closed" : strerror(err);
   if (!text.empty()) text[0] = static_cast<char>(tolower(text[0]));
   lua_pushnil(L);
@@ -42,20 +42,20 @@ int Failed(lua_State *L, int err) {
   return 2;
 }
 
-int FailedWith(lua_State *L, const char *err) {
+int FailedWith(lua_State* L, const char* err) {
   lua_pushnil(L);
   lua_pushstring(L, err);
   return 2;
 }
 
-int WaitFor(lua_State *L, uint8_t events) {
+int WaitFor(lua_State* L, uint8_t events) {
   lua_pushboolean(L, 0);
   lua_pushinteger(L, events);
   return 2;
 }
 
 // The calling coroutine's own open socket, or an error to return.
-const char *Usable(lua_State *L, const TcpSocket &s) {
+const char* Usable(lua_State* L, const TcpSocket& s) {
   if (s.owner == nullptr || s.owner != HostOf(L).current) {
     return s.owner ? "socket belongs to another request" : "closed";
   }
@@ -63,9 +63,9 @@ const char *Usable(lua_State *L, const TcpSocket &s) {
 }
 
 // gearbox.tcp() -> sock
-int NewSocket(lua_State *L) {
-  WaitCtx &ctx = WaitingCaller(L, "gearbox.tcp");
-  auto *s = new (lua_newuserdata(L, sizeof(TcpSocket))) TcpSocket();
+int NewSocket(lua_State* L) {
+  WaitCtx& ctx = WaitingCaller(L, "gearbox.tcp");
+  auto* s = new (lua_newuserdata(L, sizeof(TcpSocket))) TcpSocket();
   s->owner = &ctx;
   s->timeout_ms = kDefaultTimeoutMs;
   luaL_getmetatable(L, kMeta);
@@ -75,11 +75,11 @@ int NewSocket(lua_State *L) {
 }
 
 // sockaddr for "unix:/path" or a numeric IPv4/IPv6 address; "" on success.
-const char *Address(const char *host, int port, sockaddr_storage *sa,
-                    socklen_t *len) {
+const char* Address(const char* host, int port, sockaddr_storage* sa,
+                    socklen_t* len) {
   memset(sa, 0, sizeof *sa);
   if (strncmp(host, "unix:", 5) == 0) {
-    auto *un = reinterpret_cast<sockaddr_un *>(sa);
+    auto* un = reinterpret_cast<sockaddr_un*>(sa);
     const size_t n = strlen(host + 5);
     if (n == 0 || n >= sizeof un->sun_path) return "bad unix socket path";
     un->sun_family = AF_UNIX;
@@ -88,14 +88,14 @@ const char *Address(const char *host, int port, sockaddr_storage *sa,
     return "";
   }
   if (port < 1 || port > 65535) return "bad port";
-  auto *in4 = reinterpret_cast<sockaddr_in *>(sa);
+  auto* in4 = reinterpret_cast<sockaddr_in*>(sa);
   if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
     in4->sin_family = AF_INET;
     in4->sin_port = htons(static_cast<uint16_t>(port));
     *len = sizeof *in4;
     return "";
   }
-  auto *in6 = reinterpret_cast<sockaddr_in6 *>(sa);
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(sa);
   if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
     in6->sin6_family = AF_INET6;
     in6->sin6_port = htons(static_cast<uint16_t>(port));
@@ -107,9 +107,9 @@ const char *Address(const char *host, int port, sockaddr_storage *sa,
 }
 
 // c.connect(sock, host, port) -> 1 | false, events | nil, err
-int Connect(lua_State *L) {
-  TcpSocket &s = Checked(L);
-  const char *host = luaL_checkstring(L, 2);
+int Connect(lua_State* L) {
+  TcpSocket& s = Checked(L);
+  const char* host = luaL_checkstring(L, 2);
   const int port = static_cast<int>(luaL_optinteger(L, 3, 0));
   if (s.owner == nullptr || s.owner != HostOf(L).current) {
     return FailedWith(L, Usable(L, s));
@@ -117,7 +117,7 @@ int Connect(lua_State *L) {
   s.Close();  // connecting again drops the old connection, as OpenResty does
   sockaddr_storage sa;
   socklen_t len = 0;
-  if (const char *err = Address(host, port, &sa, &len); *err) {
+  if (const char* err = Address(host, port, &sa, &len); *err) {
     return FailedWith(L, err);
   }
   s.key = strncmp(host, "unix:", 5) == 0
@@ -136,7 +136,7 @@ int Connect(lua_State *L) {
     const int one = 1;
     setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
-  if (connect(s.fd, reinterpret_cast<sockaddr *>(&sa), len) == 0) {
+  if (connect(s.fd, reinterpret_cast<sockaddr*>(&sa), len) == 0) {
     lua_pushinteger(L, 1);
     return 1;
   }
@@ -147,9 +147,9 @@ int Connect(lua_State *L) {
 }
 
 // c.connected(sock) -> 1 | nil, err: how a non-blocking connect ended.
-int Connected(lua_State *L) {
-  TcpSocket &s = Checked(L);
-  if (const char *err = Usable(L, s)) return FailedWith(L, err);
+int Connected(lua_State* L) {
+  TcpSocket& s = Checked(L);
+  if (const char* err = Usable(L, s)) return FailedWith(L, err);
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
@@ -163,11 +163,11 @@ int Connected(lua_State *L) {
 
 // c.send(sock, data) -> bytes | false, events | nil, err. Resumes where the
 // last try stopped (s.sent).
-int Send(lua_State *L) {
-  TcpSocket &s = Checked(L);
+int Send(lua_State* L) {
+  TcpSocket& s = Checked(L);
   size_t len;
-  const char *data = luaL_checklstring(L, 2, &len);
-  if (const char *err = Usable(L, s)) return FailedWith(L, err);
+  const char* data = luaL_checklstring(L, 2, &len);
+  if (const char* err = Usable(L, s)) return FailedWith(L, err);
   while (s.sent < len) {
     const ssize_t n = send(s.fd, data + s.sent, len - s.sent, MSG_NOSIGNAL);
     if (n >= 0) {
@@ -190,14 +190,14 @@ int Send(lua_State *L) {
 struct Take {
   size_t give = std::string::npos, consume = 0;
 };
-Take Satisfied(const TcpSocket &s, lua_State *L) {
+Take Satisfied(const TcpSocket& s, lua_State* L) {
   if (lua_type(L, 2) == LUA_TNUMBER) {
     const size_t n =
         static_cast<size_t>(std::max<lua_Integer>(0, lua_tointeger(L, 2)));
     if (s.in.size() >= n) return {n, n};
     return {};
   }
-  const char *p = luaL_optstring(L, 2, "*l");
+  const char* p = luaL_optstring(L, 2, "*l");
   if (*p == '*') ++p;
   if (*p == 'a') return s.eof ? Take{s.in.size(), s.in.size()} : Take{};
   if (*p != 'l') luaL_argerror(L, 2, "\"*l\", \"*a\" or a byte count");
@@ -209,9 +209,9 @@ Take Satisfied(const TcpSocket &s, lua_State *L) {
 }
 
 // c.receive(sock, pattern) -> data | false, events | nil, err, partial
-int Receive(lua_State *L) {
-  TcpSocket &s = Checked(L);
-  if (const char *err = Usable(L, s)) return FailedWith(L, err);
+int Receive(lua_State* L) {
+  TcpSocket& s = Checked(L);
+  if (const char* err = Usable(L, s)) return FailedWith(L, err);
   char buffer[16384];
   for (;;) {
     const Take take = Satisfied(s, L);
@@ -246,11 +246,11 @@ int Receive(lua_State *L) {
 }
 
 // c.wait(sock, events) -> true | nil, "timeout": yields a WaitFds Step.
-int Wait(lua_State *L) {
-  TcpSocket &s = Checked(L);
+int Wait(lua_State* L) {
+  TcpSocket& s = Checked(L);
   const auto events = static_cast<uint8_t>(luaL_checkinteger(L, 2));
-  WaitCtx &ctx = WaitingCaller(L, "a cosocket");
-  if (const char *err = Usable(L, s)) return FailedWith(L, err);
+  WaitCtx& ctx = WaitingCaller(L, "a cosocket");
+  if (const char* err = Usable(L, s)) return FailedWith(L, err);
   ctx.step =
       Step::WaitFds({{s.fd, events}}, std::chrono::milliseconds(s.timeout_ms));
   return YieldStep(L, ctx, WaitCtx::Gives::kReady);
@@ -258,8 +258,8 @@ int Wait(lua_State *L) {
 
 // c.abandon(sock) -> partial: after a timeout, the bytes received so far
 // (returned as receive's third value) and the send in progress forgotten.
-int Abandon(lua_State *L) {
-  TcpSocket &s = Checked(L);
+int Abandon(lua_State* L) {
+  TcpSocket& s = Checked(L);
   lua_pushlstring(L, s.in.data(), s.in.size());
   s.in.clear();
   s.sent = 0;
@@ -267,16 +267,16 @@ int Abandon(lua_State *L) {
 }
 
 // sock:settimeout(ms): every later wait of this socket.
-int SetTimeout(lua_State *L) {
-  TcpSocket &s = Checked(L);
+int SetTimeout(lua_State* L) {
+  TcpSocket& s = Checked(L);
   const lua_Integer ms = luaL_checkinteger(L, 2);
   s.timeout_ms = static_cast<int>(std::clamp<lua_Integer>(ms, 0, 1 << 30));
   return 0;
 }
 
 // sock:close() -> 1 | nil, "closed"
-int CloseSocket(lua_State *L) {
-  TcpSocket &s = Checked(L);
+int CloseSocket(lua_State* L) {
+  TcpSocket& s = Checked(L);
   if (s.fd < 0) return FailedWith(L, "closed");
   s.Close();
   lua_pushinteger(L, 1);
@@ -285,9 +285,9 @@ int CloseSocket(lua_State *L) {
 
 // sock:setkeepalive([idle_ms[, pool_size]]) -> 1 | nil, err: the connection
 // goes back to the worker's pool for its address; the object is closed.
-int SetKeepAlive(lua_State *L) {
-  TcpSocket &s = Checked(L);
-  if (const char *err = Usable(L, s)) return FailedWith(L, err);
+int SetKeepAlive(lua_State* L) {
+  TcpSocket& s = Checked(L);
+  if (const char* err = Usable(L, s)) return FailedWith(L, err);
   if (!s.in.empty() || s.sent != 0) {
     return FailedWith(L, "unread data in buffer");
   }
@@ -303,14 +303,14 @@ int SetKeepAlive(lua_State *L) {
 }
 
 // sock:getreusedtimes() -> 0 | 1: whether connect() took a pooled fd.
-int ReusedTimes(lua_State *L) {
+int ReusedTimes(lua_State* L) {
   lua_pushinteger(L, Checked(L).reused ? 1 : 0);
   return 1;
 }
 
 // __gc: the object is unreachable; its fd (if any) closes now.
-int Collect(lua_State *L) {
-  auto *s = static_cast<TcpSocket *>(lua_touserdata(L, 1));
+int Collect(lua_State* L) {
+  auto* s = static_cast<TcpSocket*>(lua_touserdata(L, 1));
   if (s->owner) std::erase(s->owner->sockets, s);
   s->Close();
   s->~TcpSocket();
@@ -349,15 +349,15 @@ return M
 
 }  // namespace
 
-void CloseSockets(WaitCtx &ctx) {
-  for (TcpSocket *s : ctx.sockets) {
+void CloseSockets(WaitCtx& ctx) {
+  for (TcpSocket* s : ctx.sockets) {
     s->Close();
     s->owner = nullptr;
   }
   ctx.sockets.clear();
 }
 
-void InstallTcp(lua_State *L, Host *host) {
+void InstallTcp(lua_State* L, Host* host) {
   luaL_newmetatable(L, kMeta);
   if (luaL_loadbuffer(L, kMethods, sizeof kMethods - 1, "=gearbox.tcp") != 0) {
     abort();  // the chunk above is gearbox's own: a broken build

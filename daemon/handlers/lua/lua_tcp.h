@@ -14,7 +14,7 @@ struct TcpSocket {
   int fd = -1;
   // The coroutine that made it; null once that one has ended (the socket is
   // closed then, and every call answers nil, "closed").
-  WaitCtx *owner = nullptr;
+  WaitCtx* owner = nullptr;
   int timeout_ms = 0;   // each wait of connect, send and receive
   std::string key;      // the pool's: "127.0.0.1:6379" or "unix:/path"
   bool reused = false;  // came from the keep-alive pool
@@ -32,6 +32,6 @@ struct TcpSocket {
 };
 
 // Closes every socket ctx opened and forgets ctx (at the coroutine's end).
-void CloseSockets(WaitCtx &ctx);
+void CloseSockets(WaitCtx& ctx);
 
 }  // namespace gearbox::lua

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include "daemon/handlers/lua/jit_probe.h"
 #include "daemon/handlers/lua/lua_api.h"
@@ -13,8 +14,8 @@ namespace {
 
 // Reached only by an error outside any protected call: gearbox runs every
 // script in one, so this is a broken invariant.
-int Panic(lua_State *L) {
-  const char *msg = lua_tostring(L, -1);
+int Panic(lua_State* L) {
+  const char* msg = lua_tostring(L, -1);
   fprintf(stderr, "gearboxd: Lua panic: %s\n", msg ? msg : "(no message)");
   abort();
 }
@@ -22,14 +23,14 @@ int Panic(lua_State *L) {
 // os.exit would end the worker from a script: gone. (A script is trusted
 // code like a module: ffi still reaches libc. This guards against
 // accidents, not against hostile scripts.)
-void RemoveExit(lua_State *L) {
+void RemoveExit(lua_State* L) {
   lua_getglobal(L, "os");
   lua_pushnil(L);
   lua_setfield(L, -2, "exit");
   lua_pop(L, 1);
 }
 
-void PrependPackagePath(lua_State *L, const std::string &path) {
+void PrependPackagePath(lua_State* L, const std::string& path) {
   if (path.empty()) return;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
@@ -42,7 +43,7 @@ void PrependPackagePath(lua_State *L, const std::string &path) {
 
 }  // namespace
 
-Vm::Vm(const LuaConfig &config, int worker, int generation)
+Vm::Vm(const LuaConfig& config, int worker, int generation)
     : host_(std::make_unique<Host>(config.memory)) {
   host_->worker = worker;
   host_->generation = generation;
@@ -56,16 +57,16 @@ Vm::Vm(const LuaConfig &config, int worker, int generation)
   }
   lua_atpanic(L_, Panic);
   host_->alloc.Install(L_);
-  const std::string &refused = JitRefusedReason();
+  luaL_openlibs(L_);
+  // After the libraries: opening `jit` turns the engine on.
+  const std::string& refused = JitRefusedReason();
   if (!refused.empty()) {
     luaJIT_setmode(L_, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    static bool logged = false;  // once per process: it holds for its life
-    if (!logged) {
-      logged = true;
+    static std::once_flag logged;  // once per process: it holds for its life
+    std::call_once(logged, [&] {
       LogWarn("lua_jit_off", "reason={}", LogQuote(refused));
-    }
+    });
   }
-  luaL_openlibs(L_);
   RemoveExit(L_);
   PrependPackagePath(L_, config.path);
   InstallApi(L_, host_.get());
@@ -74,8 +75,8 @@ Vm::Vm(const LuaConfig &config, int worker, int generation)
 
 Vm::~Vm() { lua_close(L_); }
 
-std::string ProtectedCall(Vm &vm, int nargs, int nresults) {
-  lua_State *L = vm.L();
+std::string ProtectedCall(Vm& vm, int nargs, int nresults) {
+  lua_State* L = vm.L();
   vm.host().alloc.Arm(true);
   const int status = lua_pcall(L, nargs, nresults, 0);
   vm.host().alloc.Arm(false);

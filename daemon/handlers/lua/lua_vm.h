@@ -13,25 +13,25 @@ namespace gearbox::lua {
 
 class Vm {
  public:
-  Vm(const LuaConfig &config, int worker, int generation);
+  Vm(const LuaConfig& config, int worker, int generation);
   // Every coroutine gearbox ran in it has ended (their WaitCtx are gone).
   ~Vm();
-  Vm(const Vm &) = delete;
-  Vm &operator=(const Vm &) = delete;
+  Vm(const Vm&) = delete;
+  Vm& operator=(const Vm&) = delete;
 
-  lua_State *L() const { return L_; }
-  Host &host() { return *host_; }
+  lua_State* L() const { return L_; }
+  Host& host() { return *host_; }
   // KiB the state holds now (live data and garbage not yet collected).
   size_t kib() const { return host_->alloc.used() / 1024; }
 
  private:
   std::unique_ptr<Host> host_;  // declared first: outlives L_
-  lua_State *L_ = nullptr;
+  lua_State* L_ = nullptr;
 };
 
 // A script's file:line error, or the top level's, as "path:line: message".
 // Runs `fn` (on top of L's stack, popped) with `nargs` arguments below it in
 // a protected call with the cap armed; returns "" on success.
-std::string ProtectedCall(Vm &vm, int nargs, int nresults);
+std::string ProtectedCall(Vm& vm, int nargs, int nresults);
 
 }  // namespace gearbox::lua

@@ -15,7 +15,7 @@ int PollMs(std::chrono::microseconds d) {
   return static_cast<int>(std::max<int64_t>(0, (d.count() + 999) / 1000));
 }
 
-Wake PollFds(const Step &step, Clock::time_point until) {
+Wake PollFds(const Step& step, Clock::time_point until) {
   pollfd fds[kMaxWaitFds];
   for (size_t i = 0; i < step.nfds; ++i) {
     fds[i] = {step.fds[i].fd, 0, 0};
@@ -48,7 +48,7 @@ Wake PollFds(const Step &step, Clock::time_point until) {
 
 }  // namespace
 
-bool RunBlocking(Exchange &exchange, Response &response,
+bool RunBlocking(Exchange& exchange, Response& response,
                  std::chrono::microseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
   Step step = exchange.Resume(Wake{}, response);

@@ -9,7 +9,7 @@ namespace gearbox::lua {
 
 // False when `timeout` passed first (the exchange is left unfinished: the
 // caller destroys it, which cancels it).
-bool RunBlocking(Exchange &exchange, Response &response,
+bool RunBlocking(Exchange& exchange, Response& response,
                  std::chrono::microseconds timeout);
 
 }  // namespace gearbox::lua

@@ -19,15 +19,15 @@ bool StillIdle(int fd) {
 }  // namespace
 
 TcpPool::~TcpPool() {
-  for (auto &[key, fds] : idle_) {
-    for (const Idle &i : fds) close(i.fd);
+  for (auto& [key, fds] : idle_) {
+    for (const Idle& i : fds) close(i.fd);
   }
 }
 
-int TcpPool::Take(const std::string &key) {
+int TcpPool::Take(const std::string& key) {
   auto it = idle_.find(key);
   if (it == idle_.end()) return -1;
-  std::vector<Idle> &fds = it->second;
+  std::vector<Idle>& fds = it->second;
   const Clock::time_point now = Clock::now();
   while (!fds.empty()) {
     const Idle i = fds.back();  // the most recently used: warmest
@@ -38,12 +38,12 @@ int TcpPool::Take(const std::string &key) {
   return -1;
 }
 
-void TcpPool::Put(const std::string &key, int fd,
+void TcpPool::Put(const std::string& key, int fd,
                   std::chrono::milliseconds idle, size_t size) {
-  std::vector<Idle> &fds = idle_[key];
+  std::vector<Idle>& fds = idle_[key];
   const Clock::time_point now = Clock::now();
   // Expired ones go first, so a full pool of stale fds still takes this one.
-  std::erase_if(fds, [&](const Idle &i) {
+  std::erase_if(fds, [&](const Idle& i) {
     if (i.until > now) return false;
     close(i.fd);
     return true;
@@ -57,7 +57,7 @@ void TcpPool::Put(const std::string &key, int fd,
 
 size_t TcpPool::idle() const {
   size_t n = 0;
-  for (const auto &[key, fds] : idle_) n += fds.size();
+  for (const auto& [key, fds] : idle_) n += fds.size();
   return n;
 }
 

@@ -16,14 +16,14 @@ class TcpPool {
   using Clock = std::chrono::steady_clock;
   TcpPool() = default;
   ~TcpPool();
-  TcpPool(const TcpPool &) = delete;
-  TcpPool &operator=(const TcpPool &) = delete;
+  TcpPool(const TcpPool&) = delete;
+  TcpPool& operator=(const TcpPool&) = delete;
 
   // An idle fd to `key` that is still open, or -1.
-  int Take(const std::string &key);
+  int Take(const std::string& key);
   // Keeps fd for `key` for at most `idle`; closes it when the address
   // already holds `size` idle fds.
-  void Put(const std::string &key, int fd, std::chrono::milliseconds idle,
+  void Put(const std::string& key, int fd, std::chrono::milliseconds idle,
            size_t size);
   size_t idle() const;
 
