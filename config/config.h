@@ -114,6 +114,9 @@ struct LuaConfig {
   std::string path;
   // Bytes one worker's Lua state may allocate; a request past it gets 500.
   int64_t memory = 64 << 20;
+  // How long a script's init(worker) may take when a worker starts (its
+  // waits block that worker's start; past this it is abandoned and logged).
+  Duration init_timeout = std::chrono::seconds(10);
   // The directory of the config file: a route's relative script is
   // relative to it (set by the loader).
   std::string base_dir;

@@ -296,7 +296,9 @@ std::vector<Field> LuaFields(LuaConfig* lua) {
     return std::nullopt;
   };
   return {{"path", path},
-          {"memory", Int(&lua->memory, int64_t{1} << 20, kNoMax)}};
+          {"memory", Int(&lua->memory, int64_t{1} << 20, kNoMax)},
+          {"init_timeout", Dur(&lua->init_timeout,
+                               std::chrono::milliseconds(1), kYear)}};
 }
 
 namespace {

@@ -173,7 +173,8 @@ void FormatLimitsLogMetrics(const Config& c, std::ostringstream& out) {
 
   out << "\n[lua]\n"
       << "path = " << QuoteToml(c.lua.path) << "\n"
-      << "memory = " << c.lua.memory << "\n";
+      << "memory = " << c.lua.memory << "\n"
+      << "init_timeout = " << Dur(c.lua.init_timeout) << "\n";
 }
 
 }  // namespace

@@ -60,8 +60,7 @@ class LuaHandler final : public Handler {
       : runtime_(Runtime::ForWorker(info)) {
     route_.path = route.path;
     route_.script = lua::ResolveScript(route.params.Text("script"), info.lua);
-    script_ = runtime_->Script(route_.script,
-                               route.timeout.value_or(info.request_timeout));
+    script_ = runtime_->Script(route_.script, info.lua.init_timeout);
   }
 
   std::unique_ptr<Exchange> Start(const Request& request) override {

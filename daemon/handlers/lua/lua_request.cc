@@ -134,7 +134,12 @@ void PushRequest(lua_State* L, const Request& request) {
   lua_setfield(L, -2, "headers");
   lua_pushlstring(L, request.body.data(), request.body.size());
   lua_setfield(L, -2, "body");
-  lua_newtable(L);  // the router's path captures: none until it has them
+  lua_createtable(L, 0, request.param_count);  // the route's path captures
+  for (const PathParam& p : request.Params()) {
+    lua_pushlstring(L, p.name.data(), p.name.size());
+    lua_pushlstring(L, p.value.data(), p.value.size());
+    lua_rawset(L, -3);
+  }
   lua_setfield(L, -2, "params");
 }
 

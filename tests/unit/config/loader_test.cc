@@ -425,17 +425,17 @@ TEST(LoaderErrorTest, TomlSyntax) {
 TEST(LoaderErrorTest, UnknownTable) {
   ExpectError("[server]\nmodel = \"async\"\n\n[serverz]\nx = 1\n", 4, 2,
               "unknown table [serverz] (valid tables: server, listen, "
-              "prefork, threadpool, async, limits, log, metrics, module, "
+              "prefork, threadpool, async, limits, log, metrics, lua, module, "
               "route)");
   ExpectError("model = \"async\"\n", 1, 1, "unknown top-level key \"model\"");
 }
 
 TEST(LoaderErrorTest, UnknownKey) {
-  ExpectError("[limits]\nheader_timeout = \"5s\"\n  idle_timout = \"5s\"\n", 3,
-              3,
-              "[limits] idle_timout: unknown key (valid: header_timeout, "
-              "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
-              "max_body_bytes, max_connections, request_timeout, drain_idle_timeout)");
+  ExpectError(
+      "[limits]\nheader_timeout = \"5s\"\n  idle_timout = \"5s\"\n", 3, 3,
+      "[limits] idle_timout: unknown key (valid: header_timeout, "
+      "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
+      "max_body_bytes, max_connections, request_timeout, drain_idle_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
               "enable_crash_handler)");
@@ -591,7 +591,7 @@ TEST(LoaderErrorTest, UnknownModel) {
 TEST(LoaderErrorTest, UnknownHandler) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"nope\"\n", 3, 11,
               "[[route]] #1 handler: unknown handler \"nope\" (valid: text, "
-              "wait, burn, echo, status, postgres)");
+              "wait, burn, echo, status, postgres, lua)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nprotocol = \"spdy\"\n", 3,
               12, "unknown protocol \"spdy\" (valid: http, fastcgi)");
   ExpectError("[log]\nlevel = \"verbose\"\n", 2, 9,

@@ -81,7 +81,7 @@ TEST(ModuleConfigTest, NameClashesAreErrors) {
   EXPECT_EQ(Error("[[module]]\nname = \"wait\"\npath = \"/x.so\"\n"),
             "/etc/gearbox/g.toml:2:8: [[module]] #1 name: \"wait\" is a "
             "built-in handler; give the module another name (built-in: text, "
-            "wait, burn, echo, status, postgres, crash)");
+            "wait, burn, echo, status, postgres, lua, crash)");
   EXPECT_EQ(Error(std::string(kTimerwait) +
                   "[[module]]\nname = \"timerwait\"\npath = \"/y.so\"\n"),
             "/etc/gearbox/g.toml:5:8: [[module]] #2 name: duplicate module "
@@ -122,7 +122,7 @@ TEST(ModuleConfigTest, UnknownHandlerListsModulesToo) {
                   "[[route]]\npath = \"/x\"\nhandler = \"timerwat\"\n"),
             "/etc/gearbox/g.toml:6:11: [[route]] #1 handler: unknown handler "
             "\"timerwat\" (valid: text, wait, burn, echo, status, postgres, "
-            "timerwait)");
+            "lua, timerwait)");
 }
 
 TEST(ModuleConfigTest, PrintConfigRoundTrips) {

@@ -160,7 +160,7 @@ TEST(RouteParamsTest, ModelSectionsFollowTheVocabulary) {
   ASSERT_TRUE(std::holds_alternative<ConfigError>(result));
   EXPECT_EQ(std::get<ConfigError>(result).ToString(),
             "g.toml:3:2: unknown table [threadpool] (valid tables: server, "
-            "listen, async, limits, log, metrics, module, route)");
+            "listen, async, limits, log, metrics, lua, module, route)");
   // (route = []: the embedded default's routes name handlers kSchemas lacks.)
   result = LoadConfigString(
       "route = []\n[server]\nmodel = \"async\"\n[async]\nloops = 2\n", "g.toml",

@@ -131,9 +131,9 @@ TEST(HandlerTableTest, NamesAndFactories) {
   for (const HandlerSchema& schema : HandlerSchemas()) {
     names.push_back(schema.name);
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string_view>{"text", "wait", "burn", "echo",
-                                           "status", "postgres", "crash"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"text", "wait", "burn",
+                                                  "echo", "status", "postgres",
+                                                  "lua", "crash"}));
   ServerInfo info = Info();
   for (std::string_view name : names) {
     EXPECT_NE(MakeHandler(Route("/x", name), info), nullptr) << name;
