@@ -224,6 +224,12 @@ drwxr-xr-x root:root - /usr/share/licenses/gearbox
 for page in "$root"/docs/*.md; do
   expected+=$'\n'"-rw-r--r-- root:root d /usr/share/doc/gearbox/$(basename "$page")"
 done
+# The Lua examples (docs/lua.md), one per file in the tree's sdk/examples/lua.
+expected+=$'\n'"drwxr-xr-x root:root - /usr/share/gearbox/examples"
+expected+=$'\n'"drwxr-xr-x root:root - /usr/share/gearbox/examples/lua"
+for example in "$root"/sdk/examples/lua/*.lua; do
+  expected+=$'\n'"-rw-r--r-- root:root - /usr/share/gearbox/examples/lua/$(basename "$example")"
+done
 # Compared as sets of lines (sorted by path): rpm's listing order is not the point.
 expected=$(sort -k4 <<<"$expected")
 actual=$(sort -k4 <<<"$actual")
@@ -269,7 +275,7 @@ grep -q 'remove-system-units gearbox.service gearbox.socket gearbox-fastcgi.sock
 grep -q 'mark-restart-system-units gearbox.service' <<<"$scripts" ||
   fail "%postun does not restart the service"
 reqs=$(rpm -qp --requires "$rpm1")
-for r in 'shadow-utils' 'systemd'; do
+for r in 'shadow-utils' 'systemd' 'luajit'; do
   grep -q "^$r" <<<"$reqs" || fail "no Requires on $r"
 done
 rpm -qp --provides "$rpm1" | grep -q '^bundled(llhttp) = 8.1.0$' || fail "no bundled(llhttp) Provides"
