@@ -3,7 +3,7 @@
 //   GET /status?format=text        one "key: value" per line
 //   GET /status?format=openmetrics Prometheus / OpenMetrics exposition
 //   add &full (or ?full)           per-worker rows: pid/tid, state, requests,
-//                                  current path and its age
+//                                  current path and its age, lua_kib
 //   add &window=60s                the per-route window and the advice over
 //                                  the last 60 s (1s..15m; since the
 //                                  generation started, if that is shorter)
@@ -32,6 +32,7 @@ struct Worker {
   int pid, tid;
   bool busy;
   uint64_t requests, conns;
+  uint64_t lua_kib;  // its Lua state after its last full collection
   std::string path;
   double age_ms;
 };
@@ -103,6 +104,7 @@ class StatusHandler final : public Handler {
       w.requests = s.requests.load(std::memory_order_relaxed);
       w.conns = s.open_conns.load(std::memory_order_relaxed) +
                 s.idle_held.load(std::memory_order_relaxed);
+      w.lua_kib = s.lua_kib.load(std::memory_order_relaxed);
       w.path = w.busy ? s.CurrentPath() : "";
       w.age_ms = w.busy && now > start ? Ms(now - start) : 0;
       out.push_back(std::move(w));
@@ -160,9 +162,10 @@ class StatusHandler final : public Handler {
         out += fmt::format(
             "{}{{\"slot\":{},\"pid\":{},\"tid\":{},\"state\":\"{}\","
             "\"requests\":{},"
-            "\"conns\":{},\"path\":\"{}\",\"age_ms\":{:.3f}}}",
+            "\"conns\":{},\"path\":\"{}\",\"age_ms\":{:.3f},"
+            "\"lua_kib\":{}}}",
             i ? "," : "", w.slot, w.pid, w.tid, w.busy ? "busy" : "idle",
-            w.requests, w.conns, path, w.age_ms);
+            w.requests, w.conns, path, w.age_ms, w.lua_kib);
       }
       out += "]";
     }
@@ -190,9 +193,9 @@ class StatusHandler final : public Handler {
     for (const Worker& w : workers) {
       out += fmt::format(
           "worker {}: pid={} tid={} state={} requests={} path={} "
-          "age_ms={:.3f}\n",
+          "age_ms={:.3f} lua_kib={}\n",
           w.slot, w.pid, w.tid, w.busy ? "busy" : "idle", w.requests,
-          w.path.empty() ? "-" : w.path, w.age_ms);
+          w.path.empty() ? "-" : w.path, w.age_ms, w.lua_kib);
     }
   }
 

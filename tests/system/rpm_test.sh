@@ -369,7 +369,11 @@ wait "$gpid" || fail "gearboxd did not stop cleanly"
 say "the module built from gearbox-devel answers: $body"
 rpm --root "$dr" --dbpath /var/lib/rpm --force-debian -e --nodeps --noscripts gearbox-devel ||
   fail "rpm -e gearbox-devel failed"
-for f in usr/include/gearbox usr/lib64/pkgconfig/gearbox.pc usr/share/gearbox/examples; do
+# /usr/share/gearbox/examples stays: gearbox owns it too, for the Lua examples.
+for f in usr/include/gearbox usr/lib64/pkgconfig/gearbox.pc \
+         usr/share/gearbox/examples/hello.c usr/share/gearbox/examples/timerwait.c; do
   [[ ! -e "$dr/$f" ]] || fail "/$f left behind after erasing gearbox-devel"
 done
+[[ -e "$dr/usr/share/gearbox/examples/lua/hello.lua" ]] ||
+  fail "erasing gearbox-devel took gearbox's Lua examples"
 say "PASS"

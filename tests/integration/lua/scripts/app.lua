@@ -27,7 +27,11 @@ local function tcp(req)
     return 200, "receive_err=" .. err .. " partial=" .. tostring(partial) .. "\n"
   end
   local reused = sock:getreusedtimes()
-  if req.query.keep then sock:setkeepalive() else sock:close() end
+  if req.query.keep then
+    sock:setkeepalive(60000, tonumber(req.query.keep))
+  else
+    sock:close()
+  end
   return 200, "line=" .. line .. " reused=" .. reused .. "\n"
 end
 
