@@ -7,10 +7,12 @@
 namespace gearbox {
 
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
-               const Modules* modules, int worker, WorkerStats* slot)
-    : info_(info) {
+               const Modules* modules, int worker, WorkerStats* slot,
+               WorkerHome* home)
+    : own_home_(home ? nullptr : std::make_unique<WorkerHome>()), info_(info) {
   info_.worker = worker;
   info_.slot = slot;
+  info_.home = home ? home : own_home_.get();
   for (size_t i = 0; i < routes.size(); ++i) {
     const RouteConfig& route = routes[i];
     std::unique_ptr<Handler> handler =

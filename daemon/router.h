@@ -39,9 +39,11 @@ class Router {
   // Makes a handler for every route: built-in ones from the handler table,
   // module ones from `modules` (their worker_init runs now). `worker` is the
   // worker's index within its generation.
+  // `home` is the worker's (WorkerHome): null gives the handlers one of the
+  // Router's own, without a driver (a blocking worker's).
   Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
          const Modules* modules = nullptr, int worker = 0,
-         WorkerStats* slot = nullptr);
+         WorkerStats* slot = nullptr, WorkerHome* home = nullptr);
 
   // The route for `path`, or the built-in 404 route; for "*" (OPTIONS *) an
   // empty 200. Its handler is never null.
@@ -64,6 +66,7 @@ class Router {
       return std::hash<std::string_view>{}(s);
     }
   };
+  std::unique_ptr<WorkerHome> own_home_;  // outlives the handlers below
   ServerInfo info_;
   std::unordered_map<std::string, Route, Hash, std::equal_to<>> routes_;
   Route not_found_;
@@ -80,9 +83,10 @@ struct RouteSet {
   // The calling worker's own handlers. Call it on the worker's thread: a
   // module's worker_init runs here, and its log lines name this worker.
   // `slot`: the worker's stats slot (ServerInfo::slot).
-  std::unique_ptr<Router> MakeRouter(int worker,
-                                     WorkerStats* slot = nullptr) const {
-    return std::make_unique<Router>(routes, info, modules.get(), worker, slot);
+  std::unique_ptr<Router> MakeRouter(int worker, WorkerStats* slot = nullptr,
+                                     WorkerHome* home = nullptr) const {
+    return std::make_unique<Router>(routes, info, modules.get(), worker, slot,
+                                    home);
   }
 };
 

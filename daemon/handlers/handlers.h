@@ -17,6 +17,7 @@
 #include "daemon/metrics/lifetime_stats.h"
 #include "daemon/metrics/route_history.h"
 #include "daemon/metrics/worker_stats.h"
+#include "daemon/worker_home.h"
 
 namespace gearbox {
 
@@ -51,6 +52,9 @@ struct ServerInfo {
   WorkerStats* slot = nullptr;
   // [lua]: the settings of the worker's Lua runtime.
   LuaConfig lua;
+  // The worker's home for what outlives an exchange (daemon/worker_home.h):
+  // set by the Router, never null for a handler it makes.
+  WorkerHome* home = nullptr;
 };
 
 // What a handler's file defines: builds the handler for a route whose params

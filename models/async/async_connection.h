@@ -23,8 +23,12 @@ struct AsyncFdWaits {
   struct Slot {
     struct event ev;
     struct AsyncConnection* c = nullptr;
+    int fd = -1;
     uint8_t index = 0;
     bool armed = false;
+    // The worker's home holds this wait (a watched fd or a wake): ev is on no
+    // fd, and the home activates it.
+    bool homed = false;
   };
   Slot slots[kMaxWaitFds];
   uint32_t seq = 0;  // the Interest::wait_seq these events belong to

@@ -1,6 +1,5 @@
 #include "models/async/async_loop.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -96,11 +95,19 @@ struct AsyncCallbacks {
     auto* loop = static_cast<AsyncLoop*>(arg);
     loop->Timed([&] { loop->OnWake(); });
   }
+  static void HomeFd(evutil_socket_t fd, short what, void* arg) {
+    auto* loop = static_cast<AsyncLoop*>(arg);
+    loop->Timed([&] { loop->home_.Readable(fd, (what & EV_CLOSED) != 0); });
+  }
   static void Tick(evutil_socket_t, short, void* arg) {
     auto* loop = static_cast<AsyncLoop*>(arg);
     loop->Timed([&] { loop->OnTick(); });
   }
 };
+
+event_callback_fn AsyncLoop::HandlerFdCallback() {
+  return &AsyncCallbacks::HandlerFd;
+}
 
 AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
     : shared_(shared), stats_(stats), index_(index) {
@@ -120,6 +127,7 @@ AsyncLoop::~AsyncLoop() {
     delete static_cast<ListenerArg*>(event_get_callback_arg(e));
     event_free(e);
   }
+  home_driver_.Close();
   if (wake_event_) event_free(wake_event_);
   if (tick_event_) event_free(tick_event_);
   if (wake_fd_ >= 0) close(wake_fd_);
@@ -137,6 +145,7 @@ std::string AsyncLoop::Init() {
   event_config_free(cfg);
   if (!base_)
     return "event_base_new_with_config(EVENT_BASE_FLAG_NOLOCK) failed";
+  home_driver_.Bind(base_, &AsyncCallbacks::HomeFd, this);
   for (size_t i = 0; i < shared_.listeners->size(); ++i) {
     int fd = (*shared_.listeners)[i].fd;
     event* e = event_new(base_, fd, EV_READ | EV_PERSIST,
@@ -171,7 +180,7 @@ void AsyncLoop::Run() {
   stats_.tid.store(static_cast<int32_t>(gettid()));
   // The loop's own handlers, on its thread: no connection is served before
   // the dispatch below.
-  router_ = shared_.routes->MakeRouter(index_, &stats_);
+  router_ = shared_.routes->MakeRouter(index_, &stats_, &home_);
   env_.cycle.router = router_.get();
   event_base_dispatch(base_);
   CloseAll();       // exchanges end before the handlers that made them
@@ -333,56 +342,6 @@ void AsyncLoop::ArmTimer(AsyncConnection* c, const Interest& interest,
     timeval tv = ToTimeval(std::max(left, std::chrono::microseconds(0)));
     event_add(&c->timer, &tv);
   }
-}
-
-void AsyncLoop::ArmHandlerFds(AsyncConnection* c, const Interest& i) {
-  if (!c->fd_waits) c->fd_waits = std::make_unique<AsyncFdWaits>();
-  AsyncFdWaits& w = *c->fd_waits;
-  if (w.seq == i.wait_seq) return;  // this wait is registered already
-  DisarmHandlerFds(c);
-  w.seq = i.wait_seq;
-  for (size_t k = 0; k < i.handler_fds.size() && k < kMaxWaitFds; ++k) {
-    const FdWait& f = i.handler_fds[k];
-    short events = 0;
-    if (f.events & kFdReadable) events |= EV_READ;
-    if (f.events & kFdWritable) events |= EV_WRITE;
-    AsyncFdWaits::Slot& slot = w.slots[k];
-    slot.c = c;
-    slot.index = static_cast<uint8_t>(k);
-    event_assign(&slot.ev, base_, f.fd, events, &AsyncCallbacks::HandlerFd,
-                 &slot);
-    event_add(&slot.ev, nullptr);  // the deadline is the connection's timer
-    slot.armed = true;
-  }
-}
-
-void AsyncLoop::DisarmHandlerFds(AsyncConnection* c) {
-  if (!c->fd_waits) return;
-  c->fd_waits->seq = 0;  // registered again if the same wait goes on
-  for (AsyncFdWaits::Slot& slot : c->fd_waits->slots) {
-    if (slot.armed) event_del(&slot.ev);
-    slot.armed = false;
-  }
-}
-
-void AsyncLoop::OnHandlerFd(AsyncFdWaits::Slot* slot, short what) {
-  AsyncConnection* c = slot->c;
-  slot->armed = false;  // not persistent: it fired once
-  uint8_t ready[kMaxWaitFds] = {};
-  ready[slot->index] =
-      static_cast<uint8_t>(((what & EV_READ) ? kFdReadable : 0) |
-                           ((what & EV_WRITE) ? kFdWritable : 0));
-  // libevent reports an error or hang-up as plain readiness; a poll() that
-  // asks for nothing returns only POLLERR/POLLHUP, so the wake carries
-  // kFdError as under the blocking models (one syscall per fd wake).
-  pollfd p{static_cast<int>(event_get_fd(&slot->ev)), 0, 0};
-  if (poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP))) {
-    ready[slot->index] |= kFdError;
-  }
-  DisarmHandlerFds(c);
-  const Clock::time_point now = Clock::now();
-  c->conn.HandlerFdsReady(std::span<const uint8_t>(ready, kMaxWaitFds), now);
-  Settle(c, now);
 }
 
 void AsyncLoop::Close(AsyncConnection* c) {

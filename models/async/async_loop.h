@@ -15,7 +15,9 @@
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
 #include "models/accept_util.h"
+#include "daemon/worker_home.h"
 #include "models/async/async_connection.h"
+#include "models/async/async_home.h"
 
 namespace gearbox {
 
@@ -77,10 +79,14 @@ class AsyncLoop {
                 Clock::time_point now);
   void Close(AsyncConnection* c);
   // A handler's fd wait: one event per fd, registered once per wait and
-  // removed when any fires, at the deadline, or when the connection closes.
+  // removed when any fires, at the deadline, or when the connection closes;
+  // or, for an fd the worker's home watches (or a wake), the home's, which
+  // registers nothing per wait.
   void ArmHandlerFds(AsyncConnection* c, const Interest& interest);
   void DisarmHandlerFds(AsyncConnection* c);
   void OnHandlerFd(AsyncFdWaits::Slot* slot, short what);
+  // The trampoline of a wait slot's event (async_loop.cc's, timed).
+  static event_callback_fn HandlerFdCallback();
   void SettleAllForDrain();
   bool Draining() const {
     return shared_.draining.load(std::memory_order_relaxed);
@@ -100,6 +106,10 @@ class AsyncLoop {
   std::chrono::steady_clock::time_point accept_paused_until_{};
   std::thread thread_;
   std::atomic<bool> exited_{false};
+  // What outlives an exchange on this loop (backend connection pools): its
+  // fds stay in this loop's epoll set, its wakes are event activations.
+  AsyncHomeDriver home_driver_;
+  WorkerHome home_{&home_driver_};
 
   // Per-loop scratch, reused by every connection: no per-request allocation.
   std::string read_buffer_;

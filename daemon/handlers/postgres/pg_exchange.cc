@@ -133,7 +133,7 @@ Step PgExchange::Connect(Response& response) {
     }
   }
   if (PQsetnonblocking(slot_->conn, 1) != 0) return Broken(response);
-  pool_->Connected();
+  pool_->Connected(slot_);
   if (route_->check_budget) {
     route_->check_budget = false;
     phase_ = Phase::kCheckBudget;
@@ -191,16 +191,17 @@ Step PgExchange::Send(Response& response) {
 // until it returns null (the command is over).
 Step PgExchange::Pump(const Wake& wake, Response& response) {
   PGconn* conn = slot_->conn;
+  // Read only on a readable wake: right after the flush the answer is not
+  // there yet, and a recv() would only say EAGAIN.
+  if (wake.ready(0, kFdReadable) && !PQconsumeInput(conn)) {
+    return Broken(response);
+  }
   if (flushing_) {
-    if (wake.ready(0, kFdReadable) && !PQconsumeInput(conn)) {
-      return Broken(response);
-    }
     const int left = PQflush(conn);
     if (left < 0) return Broken(response);
     if (left > 0) return WaitSocket(kFdReadable | kFdWritable, response);
     flushing_ = false;
   }
-  if (!PQconsumeInput(conn)) return Broken(response);
   while (!PQisBusy(conn)) {
     PGresult* result = PQgetResult(conn);
     if (!result) {

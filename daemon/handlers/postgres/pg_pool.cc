@@ -1,8 +1,5 @@
 #include "daemon/handlers/postgres/pg_pool.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -31,17 +28,25 @@ std::string ErrorMessage(const PGconn* conn) {
 }
 
 PgPool::PgPool(std::string dsn, std::string shown_dsn, std::string route,
-               int size)
+               int size, WorkerHome* home)
     : dsn_(std::move(dsn)),
       shown_dsn_(std::move(shown_dsn)),
       route_(std::move(route)),
-      slots_(static_cast<size_t>(size)) {}
+      slots_(static_cast<size_t>(size)),
+      own_home_(home ? nullptr : std::make_unique<WorkerHome>()),
+      home_(home ? home : own_home_.get()) {
+  for (PgSlot& slot : slots_) slot.pool = this;
+}
 
 PgPool::~PgPool() {
-  for (PgSlot& slot : slots_) {
-    if (slot.conn) PQfinish(slot.conn);
-  }
-  for (const int fd : spare_fds_) close(fd);
+  for (PgSlot& slot : slots_) Close(&slot);
+}
+
+void PgPool::Close(PgSlot* slot) {
+  if (slot->watched_fd >= 0) home_->Forget(slot->watched_fd);
+  slot->watched_fd = -1;
+  if (slot->conn) PQfinish(slot->conn);
+  slot->conn = nullptr;
 }
 
 PgPool::Lease PgPool::Acquire(Clock::time_point now) {
@@ -49,9 +54,12 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
     if (slot.state == PgSlot::State::kIdle) {
       // An idle connection the server ended (a shutdown sends FATAL 57P01,
-      // then EOF) reads as broken here, at the cost of one recv(): dropped,
-      // instead of failing the query it would be given.
-      if (!PQconsumeInput(slot.conn) || PQstatus(slot.conn) != CONNECTION_OK) {
+      // then EOF) reads as broken here, instead of failing the query it
+      // would be given: a watched one was checked when it turned readable
+      // (OnIdleReadable), an unwatched one (a blocking worker) costs one
+      // recv().
+      if ((slot.watched_fd < 0 && !PQconsumeInput(slot.conn)) ||
+          PQstatus(slot.conn) != CONNECTION_OK) {
         LogInfo("postgres_connection_closed", "route={} error={}",
                 LogQuote(route_), LogQuote(ErrorMessage(slot.conn)));
         slot.state = PgSlot::State::kInUse;
@@ -99,14 +107,31 @@ void PgPool::Release(PgSlot* slot) {
 }
 
 void PgPool::Drop(PgSlot* slot) {
-  if (slot->conn) PQfinish(slot->conn);
-  slot->conn = nullptr;
+  Close(slot);
   slot->prepared = false;
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);
 }
 
-void PgPool::Connected() {
+void PgPool::OnIdleReadable(void* arg) {
+  auto* slot = static_cast<PgSlot*>(arg);
+  // In use: its exchange reads it (its waits ride on the same watch).
+  if (slot->state != PgSlot::State::kIdle) return;
+  PgPool* pool = slot->pool;
+  if (PQconsumeInput(slot->conn) && PQstatus(slot->conn) == CONNECTION_OK) {
+    return;  // a notice, a parameter status: read, nothing to do
+  }
+  LogInfo("postgres_connection_closed", "route={} error={}",
+          LogQuote(pool->route_), LogQuote(ErrorMessage(slot->conn)));
+  slot->state = PgSlot::State::kInUse;
+  pool->Drop(slot);
+}
+
+void PgPool::Connected(PgSlot* slot) {
+  slot->watched_fd = PQsocket(slot->conn);
+  if (!home_->Watch(slot->watched_fd, &PgPool::OnIdleReadable, slot)) {
+    slot->watched_fd = -1;
+  }
   if (failures_ > 0) {
     LogInfo("postgres_reconnected", "route={} dsn={} after_failures={}",
             LogQuote(route_), LogQuote(shown_dsn_), failures_);
@@ -138,16 +163,11 @@ int64_t PgPool::BackoffLeftMs(Clock::time_point now) const {
 }
 
 bool PgPool::Enqueue(PgWaiter* waiter) {
-  if (waiter->fd < 0) {
-    if (!spare_fds_.empty()) {
-      waiter->fd = spare_fds_.back();
-      spare_fds_.pop_back();
-    } else {
-      waiter->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      if (waiter->fd < 0) {
-        LogNoResources("eventfd(0, EFD_NONBLOCK|EFD_CLOEXEC)", strerror(errno));
-        return false;
-      }
+  if (waiter->fd == -1) {
+    waiter->fd = home_->NewWake();
+    if (waiter->fd == -1) {
+      LogNoResources("eventfd(0, EFD_NONBLOCK|EFD_CLOEXEC)", strerror(errno));
+      return false;
     }
   }
   waiter->handed = nullptr;
@@ -167,10 +187,8 @@ void PgPool::Dequeue(PgWaiter* waiter) {
     waiters_.erase(std::find(waiters_.begin(), waiters_.end(), waiter));
     waiter->queued = false;
   }
-  if (waiter->fd >= 0) {
-    uint64_t count;
-    (void)!read(waiter->fd, &count, sizeof count);  // EAGAIN if not woken
-    spare_fds_.push_back(waiter->fd);
+  if (waiter->fd != -1) {
+    home_->FreeWake(waiter->fd);
     waiter->fd = -1;
   }
   if (PgSlot* slot = waiter->handed) {
@@ -185,8 +203,7 @@ bool PgPool::WakeFirst(PgSlot* slot) {
   waiters_.pop_front();
   waiter->queued = false;
   waiter->handed = slot;
-  const uint64_t one = 1;
-  (void)!write(waiter->fd, &one, sizeof one);  // a fresh counter: never full
+  home_->Signal(waiter->fd);
   return true;
 }
 

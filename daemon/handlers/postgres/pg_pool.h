@@ -1,28 +1,38 @@
 // One worker's connections to one route's database: `size` slots, opened
 // lazily, re-opened after a failure with a backoff. Owned by the route's
-// handler instance, so used by one worker only: no locks. An exchange that
-// finds every slot in use queues (FIFO) and waits on an eventfd of its own;
-// a released connection is handed to the first in the queue and its eventfd
-// signalled, so an async loop never blocks on a full pool, and a release
-// wakes one waiter, not all (no thundering herd at c >> pool).
+// handler instance, so used by one worker only: no locks. Each open
+// connection's socket is watched by the worker's home (WorkerHome) for as
+// long as it lives, so a wait on it registers nothing and a server that
+// closes an idle connection is noticed when it does. An exchange that finds
+// every slot in use queues (FIFO) and waits on a wake of its own (under async
+// no system call); a released connection is handed to the first in the queue
+// and its wake signalled, so an async loop never blocks on a full pool, and a
+// release wakes one waiter, not all (no thundering herd at c >> pool).
 #pragma once
 
 #include <postgresql/libpq-fe.h>
 
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "daemon/worker_home.h"
 
 namespace gearbox::postgres {
 
 using Clock = std::chrono::steady_clock;
 
+class PgPool;
+
 struct PgSlot {
   enum class State { kEmpty, kInUse, kIdle };
   State state = State::kEmpty;
   PGconn* conn = nullptr;
+  PgPool* pool = nullptr;
+  int watched_fd = -1;    // PQsocket, while the worker's home watches it
   bool prepared = false;  // the route's statement exists on conn
   // A failed prepare was logged (with the SQL) for this connection: later
   // ones on it are only answered, not logged again.
@@ -31,15 +41,17 @@ struct PgSlot {
 
 // An exchange waiting for a connection (a member of the exchange).
 struct PgWaiter {
-  int fd = -1;               // its eventfd while queued (a pool spare)
+  int fd = -1;               // its wake (WorkerHome::NewWake) while queued
   PgSlot* handed = nullptr;  // a connection handed over (the waiter's now)
   bool queued = false;
 };
 
 class PgPool {
  public:
-  // dsn goes to libpq as is; shown_dsn (redacted) goes to log lines.
-  PgPool(std::string dsn, std::string shown_dsn, std::string route, int size);
+  // dsn goes to libpq as is; shown_dsn (redacted) goes to log lines. home:
+  // the worker's (ServerInfo::home); null: one of the pool's own.
+  PgPool(std::string dsn, std::string shown_dsn, std::string route, int size,
+         WorkerHome* home);
   ~PgPool();  // closes every connection (PQfinish)
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;
@@ -69,19 +81,20 @@ class PgPool {
   // mid-query): the slot is empty again, and the first waiter is woken
   // (without a slot: it calls Acquire again, and connects).
   void Drop(PgSlot* slot);
-  // A connection attempt succeeded (resets the backoff) or failed (Drop,
-  // then no new attempt for a while: 50 ms doubling to 2 s).
-  void Connected();
+  // slot's connection attempt succeeded (resets the backoff; its socket is
+  // watched from now on) or failed (Drop, then no new attempt for a while:
+  // 50 ms doubling to 2 s).
+  void Connected(PgSlot* slot);
   void ConnectFailed(PgSlot* slot, Clock::time_point now,
                      const std::string& error);
 
-  // Queues waiter (after Acquire said kFull) and gives it an eventfd to
-  // wait on, readable once it is dequeued: waiter->handed is then its
+  // Queues waiter (after Acquire said kFull) and gives it a wake to wait
+  // on, readable once it is dequeued: waiter->handed is then its
   // connection, or null (a slot was emptied: Acquire again). False (logged,
-  // not queued) when no eventfd could be had.
+  // not queued) when no wake could be had.
   bool Enqueue(PgWaiter* waiter);
   // Ends a wait, woken or not (the exchange timed out or is destroyed): out
-  // of the queue, its eventfd drained and back to the spares, and a
+  // of the queue, its wake freed, and a
   // connection it was handed but will not use released to the next waiter.
   void Dequeue(PgWaiter* waiter);
 
@@ -95,6 +108,11 @@ class PgPool {
  private:
   // Dequeues the first waiter, hands it slot (or null) and signals it.
   bool WakeFirst(PgSlot* slot);
+  // An idle connection's socket turned readable (WorkerHome's on_idle): the
+  // server said something unasked, usually goodbye (57P01, then EOF).
+  static void OnIdleReadable(void* slot);
+  // Closes slot's connection (after the home forgets its socket).
+  void Close(PgSlot* slot);
   // One line per resource failure (postgres_no_resources): the 503 it causes
   // is counted per route by status.
   void LogNoResources(std::string_view call, std::string_view error);
@@ -104,8 +122,9 @@ class PgPool {
   const std::string route_;
   std::vector<PgSlot> slots_;
   std::deque<PgWaiter*> waiters_;
-  std::vector<int> spare_fds_;  // eventfds of past waits, for the next ones
-  int failures_ = 0;            // consecutive failed connection attempts
+  std::unique_ptr<WorkerHome> own_home_;  // when given none (unit tests)
+  WorkerHome* const home_;
+  int failures_ = 0;  // consecutive failed connection attempts
   Clock::time_point retry_at_{};
   std::string last_error_;
 };
