@@ -16,12 +16,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 namespace gearbox::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string& ModelStorage() {
   static std::string model;
@@ -190,26 +187,27 @@ std::unique_ptr<Daemon> Daemon::Start(const DaemonConfig& config,
   if (pid < 0) return nullptr;
   d->pid_ = pid;
 
-  const auto deadline = Clock::now() + kStartTimeout;
-  for (;;) {
-    std::string log = d->Log();
-    if (int port = ParseListeningPort(log); port > 0) {
-      d->port_ = port;
-      return d;
-    }
-    if (auto status = d->WaitExit(Millis(0))) {
-      *error = "gearboxd " + DescribeWaitStatus(*status) +
-               " before listening (model=" + config.model + ")\nconfig " +
-               d->config_path_ + ":\n" + text + "\nlog:\n" + d->Log();
-      return nullptr;
-    }
-    if (Clock::now() >= deadline) {
-      *error = "gearboxd did not log event=listening within " +
-               std::to_string(kStartTimeout.count()) + " ms\nlog:\n" + log;
-      return nullptr;  // the destructor stops it
-    }
-    std::this_thread::sleep_for(Millis(10));
+  std::optional<int> exited;
+  std::string log;
+  WaitUntil(
+      [&] {
+        log = d->Log();
+        d->port_ = ParseListeningPort(log);
+        if (d->port_ > 0) return true;
+        exited = d->WaitExit(Millis(0));
+        return exited.has_value();
+      },
+      kStartTimeout);
+  if (d->port_ > 0) return d;
+  if (exited) {
+    *error = "gearboxd " + DescribeWaitStatus(*exited) +
+             " before listening (model=" + config.model + ")\nconfig " +
+             d->config_path_ + ":\n" + text + "\nlog:\n" + d->Log();
+    return nullptr;
   }
+  *error = "gearboxd did not log event=listening within " +
+           std::to_string(kStartTimeout.count()) + " ms\nlog:\n" + log;
+  return nullptr;  // the destructor stops it
 }
 
 pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path,
@@ -289,15 +287,17 @@ bool Daemon::Signal(int sig) {
 }
 
 std::optional<int> WaitChild(pid_t pid, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return std::nullopt;  // not our child
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(Millis(5));
-  }
+  std::optional<int> status;
+  WaitUntil(
+      [&] {
+        int s = 0;
+        const pid_t r = waitpid(pid, &s, WNOHANG);
+        if (r == pid) status = s;
+        // Reaped, or not our child: nothing to wait for.
+        return r == pid || (r < 0 && errno != EINTR);
+      },
+      timeout);
+  return status;
 }
 
 std::optional<int> Daemon::WaitExit(Millis timeout) {
@@ -308,6 +308,24 @@ std::optional<int> Daemon::WaitExit(Millis timeout) {
 }
 
 std::string Daemon::Log() const { return ReadFile(log_path_); }
+
+std::string WaitForLog(const Daemon& daemon, std::string_view needle,
+                       Millis timeout) {
+  std::string log;
+  WaitUntil(
+      [&] {
+        log = daemon.Log();
+        return log.find(needle) != std::string::npos;
+      },
+      timeout);
+  return log;
+}
+
+std::string StatusJson(int port) {
+  HttpResponse r = Exchange(port, GetRequest("/status"), kIoTimeout);
+  if (!r.error.empty() || r.status != 200) return "";
+  return r.body;
+}
 
 std::string DescribeWaitStatus(int status) {
   if (WIFEXITED(status)) {

@@ -14,9 +14,12 @@
 #include <utility>
 #include <vector>
 
-namespace gearbox::testing {
+#include "tests/support/json_number.h"
+#include "tests/support/proc_state.h"
+#include "tests/support/tcp_state.h"
+#include "tests/support/wait_until.h"
 
-using Millis = std::chrono::milliseconds;
+namespace gearbox::testing {
 
 inline constexpr Millis kIoTimeout{5000};      // one connect / response read
 inline constexpr Millis kStartTimeout{10000};  // until event=listening
@@ -83,18 +86,23 @@ class Daemon {
   std::string log_path_;
 };
 
-// "exited with 0", "killed by signal 9", ...
-// Forks and execs args[0] (a path) with args, stdin from /dev/null and
-// stdout/stderr appended to `log_path`, default signal dispositions and
-// PR_SET_PDEATHSIG (a crashed test does not leak the process). Returns the pid,
-// or -1 with *error set.
+// Waits up to `timeout` for `needle` in the daemon's log; returns the log as
+// last read (check it for the needle).
+std::string WaitForLog(const Daemon& daemon, std::string_view needle,
+                       Millis timeout);
+
 // Waits up to `timeout` for child `pid` to exit; returns its wait status, or
 // nullopt on timeout (or if it is not our child).
 std::optional<int> WaitChild(pid_t pid, Millis timeout);
 
+// Forks and execs args[0] (a path) with args, stdin from /dev/null and
+// stdout/stderr appended to `log_path`, default signal dispositions and
+// PR_SET_PDEATHSIG (a crashed test does not leak the process). Returns the pid,
+// or -1 with *error set.
 pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path,
                   std::string* error);
 
+// "exited with 0", "killed by signal 9", ...
 std::string DescribeWaitStatus(int status);
 
 struct HttpResponse {
@@ -160,5 +168,8 @@ HttpResponse Exchange(int port, std::string_view request,
                       Millis timeout = kIoTimeout);
 // "GET <target> HTTP/1.1\r\nHost: test\r\n<extra>\r\n".
 std::string GetRequest(std::string_view target, std::string_view extra = {});
+
+// GET /status (JSON) on a fresh connection; "" on any failure.
+std::string StatusJson(int port);
 
 }  // namespace gearbox::testing
