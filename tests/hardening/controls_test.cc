@@ -21,6 +21,7 @@ namespace gearbox::hardening {
 namespace {
 
 using gearbox::testing::GetRequest;
+using gearbox::testing::WaitUntil;
 
 // The machine's 1-minute load average (/proc/loadavg), for the report: a
 // throughput floor missed on a crowded machine says so.
@@ -49,13 +50,7 @@ class ControlsTest : public HardeningTest {
  protected:
   // Waits (bounded) until the log contains `needle`; returns the log.
   std::string WaitForLog(std::string_view needle, Millis timeout) {
-    const auto deadline = Clock::now() + timeout;
-    std::string log = daemon_->Log();
-    while (log.find(needle) == std::string::npos && Clock::now() < deadline) {
-      std::this_thread::sleep_for(Millis(10));
-      log = daemon_->Log();
-    }
-    return log;
+    return gearbox::testing::WaitForLog(*daemon_, needle, timeout);
   }
   // The log line holding `needle`, or "".
   static std::string LineWith(const std::string& log, std::string_view needle) {
@@ -135,7 +130,9 @@ TEST_F(ControlsTest, PreforkCpuStuckChildIsKilledAndReplaced) {
   ASSERT_TRUE(burn.ok()) << burn.error();
   const auto sent = Clock::now();
   ASSERT_TRUE(burn.Send(GetRequest("/burn?us=20000000")));
-  std::this_thread::sleep_for(Millis(200));
+  // A child burns: /status (served by the other one) counts it in flight.
+  ASSERT_TRUE(WaitUntil([&] { return Status("inflight") >= 2; }, Millis(5000)))
+      << "the /burn request never started";
   std::string error;
   const double hello_ms = TimedHello(Millis(2000), &error);
   EXPECT_GE(hello_ms, 0) << "no fresh request served while a child burns: "
@@ -165,14 +162,13 @@ TEST_F(ControlsTest, PreforkCpuStuckChildIsKilledAndReplaced) {
                        << before[1] << ": " << killed;
   // Replaced: two children again, the victim not among them.
   std::vector<pid_t> after;
-  const auto until = Clock::now() + Millis(3000);
-  do {
-    after = WorkerChildrenOf(pid());
-    if (after.size() == 2 &&
-        std::find(after.begin(), after.end(), victim) == after.end())
-      break;
-    std::this_thread::sleep_for(Millis(10));
-  } while (Clock::now() < until);
+  WaitUntil(
+      [&] {
+        after = WorkerChildrenOf(pid());
+        return after.size() == 2 &&
+               std::find(after.begin(), after.end(), victim) == after.end();
+      },
+      Millis(3000));
   EXPECT_EQ(after.size(), 2u);
   EXPECT_EQ(std::find(after.begin(), after.end(), victim), after.end());
   EXPECT_EQ(log.find("event=child_died"), std::string::npos)
@@ -289,6 +285,8 @@ class WaitLoad {
   double Rate(Millis window) const {
     const uint64_t before = done();
     const auto start = Clock::now();
+    // The load runs for the window a rate is measured over: the duration is
+    // the measurement, not a wait for something to happen.
     std::this_thread::sleep_for(window);
     return static_cast<double>(done() - before) / (MsSince(start) / 1000.0);
   }
@@ -301,25 +299,25 @@ class WaitLoad {
     Connection c;
     while (!stop_.load()) {
       HttpResponse r;
-      if (keep_alive) {
-        if (!c.ok()) c = Connection::Open(port, Millis(5000));
-        if (!c.ok() || !c.Send(keep, Millis(5000))) {
-          c.Close();
-          ++failed_;
-          std::this_thread::sleep_for(Millis(10));
-          continue;
-        }
-        r = c.ReadResponse(Millis(5000));
-        if (r.status != 200 || r.Header("Connection") == "close") c.Close();
-      } else {
+      if (!keep_alive) {
         r = gearbox::testing::Exchange(port, close, Millis(5000));
+      } else if (!c.ok()) {
+        c = Connection::Open(port, Millis(5000));
       }
+      if (keep_alive && c.ok() && c.Send(keep, Millis(5000))) {
+        r = c.ReadResponse(Millis(5000));
+      }
+      if (keep_alive && (r.status != 200 || r.Header("Connection") == "close"))
+        c.Close();
       if (r.status == 200) {
         ++done_;
-      } else {
-        ++failed_;
-        std::this_thread::sleep_for(Millis(10));
+        continue;
       }
+      ++failed_;
+      // Pacing: a client whose request failed tries again 10 ms later, as a
+      // real one backs off, instead of spinning against a refusing server.
+      // There is nothing to wait for: the retry is the next request.
+      std::this_thread::sleep_for(Millis(10));
     }
   }
 
@@ -344,34 +342,32 @@ Growth GrowAndShrink(int port, bool keep_alive, int min, int max,
   WaitLoad load(port, 64, keep_alive);
   const auto t0 = Clock::now();
   int last = -1;
-  while (MsSince(t0) < 15000) {
-    const int n = count();
-    if (n != last)
-      *trace += " " + std::to_string(static_cast<int>(MsSince(t0))) +
-                "ms:" + std::to_string(n);
-    last = n;
-    if (n > min && g.first_ms < 0) g.first_ms = MsSince(t0);
-    if (n >= max) {
-      g.full_ms = MsSince(t0);
-      break;
-    }
-    std::this_thread::sleep_for(Millis(10));
-  }
+  WaitUntil(
+      [&] {
+        const int n = count();
+        if (n != last)
+          *trace += " " + std::to_string(static_cast<int>(MsSince(t0))) +
+                    "ms:" + std::to_string(n);
+        last = n;
+        if (n > min && g.first_ms < 0) g.first_ms = MsSince(t0);
+        if (n >= max) g.full_ms = MsSince(t0);
+        return n >= max;
+      },
+      Millis(15000), Millis(10));
   if (g.full_ms >= 0) {
-    std::this_thread::sleep_for(Millis(500));  // the last ones settle in
+    // The last workers serve before the rate is measured: two requests per
+    // client answered since the pool was full.
+    const uint64_t at_full = load.done();
+    WaitUntil([&] { return load.done() >= at_full + 2 * 64; }, Millis(5000));
     g.rate = load.Rate(Millis(4000));
   }
   *trace += " done=" + std::to_string(load.done()) +
             " failed=" + std::to_string(load.failed());
   load.Stop();
   const auto stopped = Clock::now();
-  while (MsSince(stopped) < idle_timeout.count() + 5000) {
-    if (count() <= min) {
-      g.shrunk_ms = MsSince(stopped);
-      break;
-    }
-    std::this_thread::sleep_for(Millis(20));
-  }
+  if (WaitUntil([&] { return count() <= min; }, idle_timeout + Millis(5000),
+                Millis(20)))
+    g.shrunk_ms = MsSince(stopped);
   return g;
 }
 
@@ -470,8 +466,14 @@ TEST_F(ControlsTest, ThreadpoolGrowsToMaxThreadsAndShrinksWhenIdle) {
   EXPECT_NE(log.find("event=workers_changed model=threadpool gen=1 from=4 to="),
             std::string::npos);
   EXPECT_NE(log.find("reason=idle"), std::string::npos);
-  std::this_thread::sleep_for(Millis(200));
-  const std::string json = StatusJson();
+  // The same Maintain() publishes the count for /status.
+  std::string json;
+  WaitUntil(
+      [&] {
+        json = StatusJson();
+        return json.find("\"pool\":{\"workers\":4,") != std::string::npos;
+      },
+      Millis(2000));
   EXPECT_NE(json.find("\"pool\":{\"workers\":4,\"min\":4,\"max\":64}"),
             std::string::npos)
       << json;

@@ -24,18 +24,19 @@ namespace gearbox::hardening {
 namespace {
 
 using gearbox::testing::GetRequest;
+using gearbox::testing::WaitUntil;
 
 class FaultTest : public HardeningTest {
  protected:
   // Waits (bounded) until the daemon has `n` worker children; returns them.
   std::vector<pid_t> WaitForChildren(size_t n, Millis timeout) {
-    const auto deadline = Clock::now() + timeout;
     std::vector<pid_t> kids;
-    while (Clock::now() < deadline) {
-      kids = WorkerChildrenOf(pid());
-      if (kids.size() == n) break;
-      std::this_thread::sleep_for(Millis(10));
-    }
+    WaitUntil(
+        [&] {
+          kids = WorkerChildrenOf(pid());
+          return kids.size() == n;
+        },
+        timeout);
     return kids;
   }
 };
@@ -90,15 +91,17 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
   const double killed_ms = MsBetween(t0, killed);
   double respawn_ms = -1;
   pid_t replacement = 0;
-  while (MsSince(killed) < 3000 && replacement == 0) {
-    for (pid_t p : WorkerChildrenOf(pid())) {
-      if (std::find(before.begin(), before.end(), p) == before.end()) {
-        replacement = p;
-        respawn_ms = MsSince(killed);
-      }
-    }
-    if (replacement == 0) std::this_thread::sleep_for(Millis(2));
-  }
+  WaitUntil(
+      [&] {
+        for (pid_t p : WorkerChildrenOf(pid())) {
+          if (std::find(before.begin(), before.end(), p) == before.end()) {
+            replacement = p;
+            respawn_ms = MsSince(killed);
+          }
+        }
+        return replacement != 0;
+      },
+      Millis(3000), Millis(2));
   const double replaced_at_ms = killed_ms + std::max(respawn_ms, 0.0);
   std::this_thread::sleep_until(t0 + Millis(3000));
   stop.store(true);
@@ -168,7 +171,10 @@ TEST_F(FaultTest, PreforkHeadGuardKilledIsReplaced) {
     ASSERT_TRUE(SendAll(fd, "GET /hello HTTP/1.1\r\n", Millis(2000), &error));
     slow.push_back(fd);
   }
-  std::this_thread::sleep_for(Millis(200));
+  // Parked: the guard took all three heads over.
+  ASSERT_TRUE(WaitUntil([&] { return JsonNumber(StatusJson(), "parked") >= 3; },
+                        Millis(5000)))
+      << StatusJson();
   ASSERT_EQ(kill(first, SIGKILL), 0);
   const auto killed = Clock::now();
   int lost = 0;
@@ -181,17 +187,25 @@ TEST_F(FaultTest, PreforkHeadGuardKilledIsReplaced) {
   // SIGKILL is asynchronous: until the old guard has exited, guard_pid() may
   // still find it, so wait for a guard that is not the killed one.
   pid_t second = 0;
-  while (MsSince(killed) < 3000 &&
-         ((second = guard_pid()) == 0 || second == first))
-    std::this_thread::sleep_for(Millis(10));
+  WaitUntil(
+      [&] {
+        second = guard_pid();
+        return second != 0 && second != first;
+      },
+      Millis(3000));
   const double respawn_ms = MsSince(killed);
 
   // A slow head after the respawn is parked and served.
   int fd = StartConnect(port(), 0, &error);
   ASSERT_GE(fd, 0) << error;
   ASSERT_TRUE(FinishConnect(fd, Millis(2000), &error)) << error;
+  const int64_t parked = JsonNumber(StatusJson(), "parked");
   ASSERT_TRUE(SendAll(fd, "GET /hello HTTP/1.1\r\n", Millis(2000), &error));
-  std::this_thread::sleep_for(Millis(200));
+  // The new guard takes the head over before the rest of it is sent.
+  EXPECT_TRUE(
+      WaitUntil([&] { return JsonNumber(StatusJson(), "parked") > parked; },
+                Millis(5000)))
+      << "the slow head was not parked with the new guard: " << StatusJson();
   ASSERT_TRUE(SendAll(fd, "Host: t\r\nConnection: close\r\n\r\n", Millis(2000),
                       &error));
   Ending after = ReadUntilClosed(fd, Millis(3000), Clock::now());
@@ -233,13 +247,8 @@ TEST_F(FaultTest, CrashRouteAbortsAndIsReported) {
     // The master reaps and logs asynchronously (SIGCHLD): a hello served by
     // the other child can come back before that line is written (seen with
     // the old and the new build alike), so wait for it, bounded.
-    std::string log = daemon_->Log();
-    const auto logged = Clock::now();
-    while (MsSince(logged) < 2000 &&
-           log.find("event=child_died") == std::string::npos) {
-      std::this_thread::sleep_for(Millis(10));
-      log = daemon_->Log();
-    }
+    const std::string log = gearbox::testing::WaitForLog(
+        *daemon_, "event=child_died", Millis(2000));
     Report("after_crash_hello_ms=" + std::to_string(MsSince(t0)) +
            " children=" + std::to_string(WorkerChildrenOf(pid()).size()));
     EXPECT_TRUE(Alive()) << "the master died with its child";

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 namespace gearbox::hardening {
 namespace {
@@ -143,23 +142,6 @@ double CpuSeconds(pid_t pid, bool with_reaped) {
   double ticks = atof(f[11].c_str()) + atof(f[12].c_str());
   if (with_reaped) ticks += atof(f[13].c_str()) + atof(f[14].c_str());
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    long pid = strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::vector<std::string> f = StatFields(static_cast<pid_t>(pid));
-    if (f.size() > 1 && atol(f[1].c_str()) == parent && f[0] != "Z") {
-      out.push_back(static_cast<pid_t>(pid));
-    }
-  }
-  closedir(d);
-  return out;
 }
 
 std::vector<pid_t> WorkerChildrenOf(pid_t parent) {
@@ -339,22 +321,23 @@ void HardeningTest::Start(const Settings& settings) {
   ASSERT_NE(daemon_, nullptr) << error;
   // The harness returns at event=listening, before the model runs (prefork:
   // before its children exist). Wait until the generation is serving.
-  const auto deadline = Clock::now() + Millis(10000);
-  while (daemon_->Log().find("event=generation_started") == std::string::npos) {
-    ASSERT_LT(Clock::now(), deadline)
-        << "no event=generation_started within 10 s:\n"
-        << daemon_->Log();
-    ASSERT_TRUE(Alive()) << daemon_->Log();
-    std::this_thread::sleep_for(Millis(5));
-  }
+  const std::string log = gearbox::testing::WaitForLog(
+      *daemon_, "event=generation_started", Millis(10000));
+  ASSERT_NE(log.find("event=generation_started"), std::string::npos)
+      << "no event=generation_started within 10 s:\n"
+      << log;
   if (IsModel("prefork")) {
-    // Every child in its accept loop, not just the first one.
+    // Every child (and the head guard) asleep in its event loop, not just
+    // the first one: a test's first clients find them all free.
     const size_t want = static_cast<size_t>(settings.workers);
-    while (ChildrenOf(pid()).size() < want) {
-      ASSERT_LT(Clock::now(), deadline) << "prefork children did not start";
-      std::this_thread::sleep_for(Millis(5));
-    }
-    std::this_thread::sleep_for(Millis(100));
+    const bool idle = gearbox::testing::WaitUntil(
+        [&] {
+          return WorkerChildrenOf(pid()).size() >= want &&
+                 ChildrenWaiting(pid());
+        },
+        Millis(10000));
+    ASSERT_TRUE(idle) << "prefork children did not start: "
+                      << WorkerChildrenOf(pid()).size() << " of " << want;
   }
 }
 
@@ -391,18 +374,12 @@ void HardeningTest::ExpectHealthy(const std::string& when) {
 }
 
 std::string HardeningTest::StatusJson() {
-  HttpResponse r = gearbox::testing::Exchange(
-      port(), gearbox::testing::GetRequest("/status"), Millis(5000));
-  if (!r.error.empty() || r.status != 200) return "";
-  return r.body;
+  return gearbox::testing::StatusJson(port());
 }
 
 int64_t HardeningTest::JsonNumber(const std::string& json,
                                   std::string_view key) {
-  std::string needle = "\"" + std::string(key) + "\":";
-  size_t pos = json.find(needle);
-  if (pos == std::string::npos) return -1;
-  return strtoll(json.c_str() + pos + needle.size(), nullptr, 10);
+  return gearbox::testing::JsonNumber(json, key);
 }
 
 void HardeningTest::Report(const std::string& what) const {

@@ -19,6 +19,8 @@
 
 namespace gearbox::hardening {
 
+using gearbox::testing::ChildrenOf;
+using gearbox::testing::ChildrenWaiting;
 using gearbox::testing::Connection;
 using gearbox::testing::Daemon;
 using gearbox::testing::DaemonConfig;
@@ -80,10 +82,8 @@ uint64_t RaiseNofile(uint64_t want);
 long RssKib(pid_t pid);
 // utime + stime (+ cutime + cstime when `with_reaped`) in seconds, or -1.
 double CpuSeconds(pid_t pid, bool with_reaped = false);
-// Processes whose parent is `pid` (a scan of /proc/*/stat).
-std::vector<pid_t> ChildrenOf(pid_t pid);
-// The same without prefork's head guard process (comm "gearboxd-guard"): the
-// worker children.
+// ChildrenOf(pid) without prefork's head guard process (comm
+// "gearboxd-guard"): the worker children.
 std::vector<pid_t> WorkerChildrenOf(pid_t pid);
 // CPU seconds of `pid`, its reaped children and its live children: the whole
 // daemon, for prefork too.

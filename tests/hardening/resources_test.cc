@@ -17,6 +17,7 @@ namespace gearbox::hardening {
 namespace {
 
 using gearbox::testing::GetRequest;
+using gearbox::testing::WaitUntil;
 
 uint64_t NofileSoft() {
   rlimit r{};
@@ -69,6 +70,28 @@ class ResourceTest : public HardeningTest {
     return worst;
   }
 
+  // Waits until /status counts no request in flight but its own and at
+  // least `open` connections (its own included): every earlier request has
+  // been answered and its connection is idle.
+  void WaitQuiet(int64_t open) {
+    std::string json;
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          json = StatusJson();
+          return JsonNumber(json, "inflight") == 1 &&
+                 JsonNumber(json, "open") >= open;
+        },
+        Millis(5000)))
+        << json;
+  }
+
+  // Waits until every prefork child and the head guard sleep in their event
+  // loops: what they were given is served, held or parked.
+  void WaitChildrenWaiting() {
+    EXPECT_TRUE(WaitUntil([&] { return ChildrenWaiting(pid()); }, Millis(5000)))
+        << "a child is still busy";
+  }
+
   // A second request on a sample of the idle connections: they are still
   // open and still served.
   void ExpectStillServed(std::vector<Connection>& conns, size_t sample) {
@@ -100,7 +123,7 @@ TEST_F(ResourceTest, AsyncHoldsTenThousandIdleConnectionsCheaply) {
   const auto t0 = Clock::now();
   ASSERT_NO_FATAL_FAILURE(OpenIdle(kIdle, idle));
   const double open_ms = MsSince(t0);
-  std::this_thread::sleep_for(Millis(300));
+  WaitQuiet(kIdle + 1);
   const long rss_after = RssKib(pid());
   const double per_conn =
       static_cast<double>(rss_after - rss_before) * 1024.0 / kIdle;
@@ -137,7 +160,7 @@ TEST_F(ResourceTest, ThreadpoolIdleConnectionsPinNoThreads) {
   const auto t0 = Clock::now();
   ASSERT_NO_FATAL_FAILURE(OpenIdle(kIdle, idle));
   const double open_ms = MsSince(t0);
-  std::this_thread::sleep_for(Millis(200));
+  WaitQuiet(kIdle + 1);
 
   std::string error;
   const double hello_ms = WorstOfThreeHellos(&error);
@@ -185,7 +208,7 @@ TEST_F(ResourceTest,
   ASSERT_NO_FATAL_FAILURE(Start(s));
   std::vector<Connection> idle;
   ASSERT_NO_FATAL_FAILURE(OpenIdle(2, idle));
-  std::this_thread::sleep_for(Millis(100));  // both children idle on them
+  WaitChildrenWaiting();  // both children idle on them
   std::string error;
   const double third_ms = TimedHello(Millis(5000), &error);
   int closed = 0;
@@ -221,7 +244,7 @@ TEST_F(ResourceTest, PreforkServesWhateverAHeldKeepAliveConnectionSendsNext) {
   ASSERT_NO_FATAL_FAILURE(Start(s));
   std::vector<Connection> held;
   ASSERT_NO_FATAL_FAILURE(OpenIdle(4, held));
-  std::this_thread::sleep_for(Millis(100));
+  WaitChildrenWaiting();
 
   const std::string hello = GetRequest("/hello");
   ASSERT_TRUE(held[0].Send(hello + hello)) << held[0].error();
@@ -233,6 +256,8 @@ TEST_F(ResourceTest, PreforkServesWhateverAHeldKeepAliveConnectionSendsNext) {
 
   const size_t cut = hello.size() / 2;
   ASSERT_TRUE(held[1].Send(hello.substr(0, cut))) << held[1].error();
+  // The pause is the client's shape under test (a slow sender, 10 times the
+  // child's park grace), not a wait for the server.
   std::this_thread::sleep_for(Millis(50));
   ASSERT_TRUE(held[1].Send(hello.substr(cut))) << held[1].error();
   HttpResponse split = held[1].ReadResponse();
@@ -245,8 +270,12 @@ TEST_F(ResourceTest, PreforkServesWhateverAHeldKeepAliveConnectionSendsNext) {
   EXPECT_TRUE(held[2].WaitClosed(Millis(2000)))
       << "the server keeps a half-closed connection open";
 
+  const gearbox::testing::TcpPorts closed =
+      gearbox::testing::PortsOf(held[3].fd());
   held[3].Close();
-  std::this_thread::sleep_for(Millis(100));
+  EXPECT_TRUE(WaitUntil([&] { return !gearbox::testing::ServerHolds(closed); },
+                        Millis(5000)))
+      << "the server kept the closed connection";
   ExpectHealthy("after a held connection closed");
   // Every connection that is still open serves again.
   for (int i : {0, 1}) {
@@ -271,12 +300,19 @@ TEST_F(ResourceTest, PreforkKeepsIdleKeepAliveWhileAChildIsFree) {
     std::vector<Connection> one;
     ASSERT_NO_FATAL_FAILURE(OpenIdle(1, one));
     idle.push_back(std::move(one[0]));
-    std::this_thread::sleep_for(Millis(50));
+    WaitChildrenWaiting();
   }
   int short_ok = 0;
   for (int i = 0; i < kShort; ++i) {
     short_ok += TimedHello(Millis(5000)) >= 0 ? 1 : 0;
-    std::this_thread::sleep_for(Millis(20));  // the free child is back
+    // The free child is back: it has closed the short request's connection
+    // (only the idle ones are held) and sleeps in its event loop again.
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return gearbox::testing::ServerHeldEnds(port()) == kIdle &&
+                 ChildrenWaiting(pid());
+        },
+        Millis(5000)));
   }
   int still_open = 0;
   for (Connection& c : idle) still_open += c.StaysOpen(Millis(20)) ? 1 : 0;
@@ -323,9 +359,13 @@ TEST_F(ResourceTest, PreforkHeldConnectionsDoNotWaitBehindABlockedChild) {
   // below to matter, so a lopsided one is made again.
   for (int attempt = 0; attempt < 5; ++attempt) {
     conns.clear();
-    std::this_thread::sleep_for(Millis(100));
+    // The server has closed the last attempt's connections.
+    EXPECT_TRUE(
+        WaitUntil([&] { return gearbox::testing::ServerHeldEnds(port()) == 0; },
+                  Millis(5000)));
+    WaitChildrenWaiting();
     ASSERT_NO_FATAL_FAILURE(OpenIdle(6, conns));
-    std::this_thread::sleep_for(Millis(100));
+    WaitChildrenWaiting();
     held = ChildConns(port(), 2);
     if (held.size() == 2 && std::min(held[0], held[1]) >= 2) break;
   }
@@ -334,7 +374,9 @@ TEST_F(ResourceTest, PreforkHeldConnectionsDoNotWaitBehindABlockedChild) {
       << "each child should hold 2+ of the 6 kept-alive connections";
 
   ASSERT_TRUE(conns[0].Send(GetRequest("/sleep?ms=1500"))) << conns[0].error();
-  std::this_thread::sleep_for(Millis(100));  // its child is in the wait
+  // Its child is in the wait: /status (served by the other) counts it.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return JsonNumber(StatusJson(), "inflight") >= 2; }, Millis(5000)));
   const std::string hello = GetRequest("/hello");
   for (size_t i = 1; i < conns.size(); ++i) {
     const auto t0 = Clock::now();
@@ -375,7 +417,16 @@ TEST_F(ResourceTest, DescriptorExhaustionNeitherCrashesNorSpins) {
     ASSERT_GE(fd, 0) << "client " << i << ": " << error;
     fds.push_back(fd);
   }
-  std::this_thread::sleep_for(Millis(1000));  // accept until EMFILE, settle
+  // Accepting is over: clients wait in the accept queue and the daemon, out
+  // of descriptors, takes none. threadpool and async log EMFILE; prefork's
+  // children hold one each and all sleep with the queue non-empty.
+  WaitUntil(
+      [&] {
+        if (gearbox::testing::AcceptQueue(port()) <= 0) return false;
+        if (IsModel("prefork")) return ChildrenWaiting(pid());
+        return daemon_->Log().find("Too many open files") != std::string::npos;
+      },
+      Millis(10000));
   int connected = 0;
   for (int fd : fds) {
     pollfd p{fd, POLLOUT, 0};
@@ -383,6 +434,8 @@ TEST_F(ResourceTest, DescriptorExhaustionNeitherCrashesNorSpins) {
   }
   int daemon_fds_peak = FdCount(pid());
   const double cpu0 = TreeCpuSeconds(pid());
+  // The window the CPU time is measured over: a busy loop shows as CPU
+  // seconds spent in it, so it has to last; there is no event to wait for.
   std::this_thread::sleep_for(Millis(2000));
   const double cpu1 = TreeCpuSeconds(pid());
   daemon_fds_peak = std::max(daemon_fds_peak, FdCount(pid()));

@@ -252,6 +252,8 @@ TEST_F(SlowClientTest, SlowHeadIsServedWhenItCompletes) {
   std::string received;
   const auto started = Clock::now();
   for (const std::string& piece : pieces) {
+    // The client's pace is what the test is about (a slow sender), not a
+    // wait for the server.
     std::this_thread::sleep_for(Millis(300));
     ASSERT_TRUE(SendAll(fd, piece, Millis(2000), &error)) << error;
   }
@@ -368,19 +370,19 @@ TEST_F(SlowClientTest, ClientThatNeverReadsIsDroppedAtSendTimeout) {
 
   double during_ms = -1, dropped_ms = -1;
   std::string during_error;
-  while (MsSince(sent) < 8000) {
-    if (during_ms < 0 && MsSince(sent) >= 1000) {
-      during_ms = TimedHello(Millis(3000), &during_error);
-      EXPECT_GE(during_ms, 0) << "during the stall: " << during_error;
-      if (during_ms < 0) during_ms = 0;
-    }
-    int64_t t = JsonNumber(StatusJson(), "send_timeout");
-    if (t > timeouts_before) {
-      dropped_ms = MsSince(sent);
-      break;
-    }
-    std::this_thread::sleep_for(Millis(50));
-  }
+  gearbox::testing::WaitUntil(
+      [&] {
+        if (during_ms < 0 && MsSince(sent) >= 1000) {
+          during_ms = TimedHello(Millis(3000), &during_error);
+          EXPECT_GE(during_ms, 0) << "during the stall: " << during_error;
+          if (during_ms < 0) during_ms = 0;
+        }
+        if (JsonNumber(StatusJson(), "send_timeout") <= timeouts_before)
+          return false;
+        dropped_ms = MsSince(sent);
+        return true;
+      },
+      Millis(8000), Millis(50));
   // Now read: a dropped connection delivers what was in the kernel buffers,
   // then EOF, short of the full response.
   Ending e = ReadUntilClosed(fd, Millis(5000), sent);
