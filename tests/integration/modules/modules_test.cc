@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/integration/modules/modules_fixture.h"
@@ -96,7 +95,9 @@ TEST_F(ModuleTest, ClosedMidWaitLeaksNoFdOrEvent) {
   for (int i = 0; i < 2 * kWorkers; ++i) {
     ASSERT_EQ(Exchange(port(), GetRequest("/tw?ms=1")).status, 200);
   }
-  std::this_thread::sleep_for(Millis(200));  // keep-alive closes settle
+  // The server has closed the warm-up connections.
+  ASSERT_TRUE(
+      WaitUntil([&] { return ServerHeldEnds(port()) == 0; }, Millis(5000)));
   const pid_t pid = daemon_->pid();
   const int fds_before = TreeFdCount(pid);
   const int watches_before = TreeEpollWatches(pid);
@@ -109,20 +110,25 @@ TEST_F(ModuleTest, ClosedMidWaitLeaksNoFdOrEvent) {
       ASSERT_TRUE(held.back().ok()) << held.back().error();
       ASSERT_TRUE(held.back().Send(GetRequest("/tw?ms=5000")));
     }
-    std::this_thread::sleep_for(Millis(100));  // the waits are armed
-    peak_fds = std::max(peak_fds, TreeFdCount(pid));
+    // The waits are armed: a timerfd each beside its client socket.
+    WaitUntil(
+        [&] {
+          peak_fds = std::max(peak_fds, TreeFdCount(pid));
+          return peak_fds >= fds_before + 2 * std::min(kWorkers, kPerRound);
+        },
+        Millis(5000));
     held.clear();  // hang up mid-wait
   }
   // Each wait had a timerfd open (plus its client socket) at the peak.
   EXPECT_GE(peak_fds, fds_before + 2 * std::min(kWorkers, kPerRound));
   int fds = 0, watches = 0;
-  const auto until = std::chrono::steady_clock::now() + Millis(10000);
-  do {
-    std::this_thread::sleep_for(Millis(50));
-    fds = TreeFdCount(pid);
-    watches = TreeEpollWatches(pid);
-  } while ((fds != fds_before || watches != watches_before) &&
-           std::chrono::steady_clock::now() < until);
+  WaitUntil(
+      [&] {
+        fds = TreeFdCount(pid);
+        watches = TreeEpollWatches(pid);
+        return fds == fds_before && watches == watches_before;
+      },
+      Millis(10000), Millis(50));
   printf(
       "[modules] model=%s aborted_waits=%d fds_before=%d peak=%d after=%d "
       "epoll_watches_before=%d after=%d\n",
@@ -254,12 +260,9 @@ TEST_F(ModuleTest, CrashingModuleBehavesLikeACrashingWorker) {
       after = Exchange(port(), GetRequest("/probe"));
     } while (after.status != 200 && std::chrono::steady_clock::now() < until);
     EXPECT_EQ(after.status, 200) << "prefork did not recover: " << after.raw;
-    const auto logged = std::chrono::steady_clock::now() + Millis(5000);
-    while (daemon_->Log().find("event=child_died") == std::string::npos &&
-           std::chrono::steady_clock::now() < logged) {
-      std::this_thread::sleep_for(Millis(20));
-    }
-    EXPECT_NE(daemon_->Log().find("event=child_died"), std::string::npos);
+    EXPECT_NE(WaitForLog(*daemon_, "event=child_died", Millis(5000))
+                  .find("event=child_died"),
+              std::string::npos);
     return;
   }
   std::optional<int> status = daemon_->WaitExit(Millis(10000));

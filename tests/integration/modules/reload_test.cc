@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "tests/integration/modules/modules_fixture.h"
 
@@ -38,14 +37,8 @@ void Overwrite(const std::string& path, const std::string& bytes) {
 }
 
 // Waits for `text` in the daemon's log; its offset, or npos.
-size_t WaitForLog(const Daemon& daemon, const std::string& text,
-                  Millis timeout = Millis(10000)) {
-  const auto until = Clock::now() + timeout;
-  for (;;) {
-    const size_t at = daemon.Log().find(text);
-    if (at != std::string::npos || Clock::now() >= until) return at;
-    std::this_thread::sleep_for(Millis(20));
-  }
+size_t LogOffset(const Daemon& daemon, const std::string& text) {
+  return WaitForLog(daemon, text, Millis(10000)).find(text);
 }
 
 TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
@@ -59,18 +52,26 @@ TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
       StartWith(ModelSections(2) + ModuleTable("v", installed) +
                 "[[route]]\npath = \"/v\"\nhandler = \"v\"\n\n"));
   EXPECT_EQ(Exchange(port(), GetRequest("/v")).body, "version 1\n");
+  // Generation 1 is all up (prefork: every child in its accept loop) before
+  // the reload. A child still starting when the reload came was seen to go
+  // on accepting after generation 2 had started.
+  ASSERT_TRUE(
+      WaitUntil([&] { return ChildrenWaiting(daemon_->pid()); }, Millis(5000)));
 
   // In flight on generation 1 across the reload.
   Connection old = Connection::Open(port());
   ASSERT_TRUE(old.ok());
   ASSERT_TRUE(old.Send(GetRequest("/v?ms=1500", "Connection: close\r\n")));
-  std::this_thread::sleep_for(Millis(200));
+  ASSERT_TRUE(
+      WaitUntil([&] { return JsonNumber(StatusJson(port()), "inflight") >= 2; },
+                Millis(5000)))
+      << "the request never started on generation 1";
 
   // "Rebuild" the module where it is installed, then reload.
   ASSERT_NO_FATAL_FAILURE(
       Overwrite(installed, Slurp(Runfile("tests/modules/libversion2.so"))));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
-  ASSERT_NE(WaitForLog(*daemon_, "event=generation_started gen=2"),
+  ASSERT_NE(LogOffset(*daemon_, "event=generation_started gen=2"),
             std::string::npos);
   // The old generation stops accepting right after the new one starts.
   std::string body;
@@ -88,10 +89,9 @@ TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
   EXPECT_EQ(in_flight.body, "version 1\n");
 
   // Generation 1's copy goes only once generation 1 has drained.
-  const size_t drained = WaitForLog(*daemon_, "event=generation_drained gen=1");
+  const size_t drained = LogOffset(*daemon_, "event=generation_drained gen=1");
   ASSERT_NE(drained, std::string::npos);
-  const size_t unloaded =
-      WaitForLog(*daemon_, "event=module_unloaded module=v");
+  const size_t unloaded = LogOffset(*daemon_, "event=module_unloaded module=v");
   ASSERT_NE(unloaded, std::string::npos);
   EXPECT_GT(unloaded, drained) << "a module copy was unloaded before its "
                                   "generation drained";
@@ -100,7 +100,7 @@ TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
   ASSERT_NO_FATAL_FAILURE(
       Overwrite(installed, Slurp(Runfile("tests/modules/libabi_major2.so"))));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
-  const size_t failed = WaitForLog(*daemon_, "event=reload_failed");
+  const size_t failed = LogOffset(*daemon_, "event=reload_failed");
   ASSERT_NE(failed, std::string::npos);
   const std::string log = daemon_->Log();
   const std::string line = log.substr(failed, log.find('\n', failed) - failed);
