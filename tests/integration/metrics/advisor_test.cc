@@ -55,6 +55,18 @@ class AdvisorTest : public MetricsTest {
     ASSERT_NE(daemon_, nullptr) << error;
   }
 
+  // The advice lines once the reporter has judged every window that held
+  // the load, which ended with `lines` stats lines logged. The next line's
+  // window may hold the load's last requests; its advice is logged right
+  // after it, before the line after that. Windows after it are idle, and an
+  // idle window never advises: nothing can follow.
+  std::vector<LogLine> AdviceAfter(size_t lines) {
+    const size_t need = lines + 3;  // its advice, logged before line +2
+    EXPECT_GE(WaitForStats(need, Millis(10000)).size(), need)
+        << "no stats lines after the load";
+    return Lines("advice");
+  }
+
   // The /status JSON's "routes" entry named `route`.
   static const JsonValue* RouteRow(const JsonValue& status,
                                    std::string_view route) {
@@ -243,6 +255,7 @@ TEST_F(AdvisorTest, WaitingTrafficIsAdvisedAsync) {
   std::optional<JsonValue> status = StatusJson();
   LoadResult done = load.Join();
   EXPECT_EQ(done.statuses[200], 8 * 200) << done.failures;
+  const size_t load_done = Stats().size();
 
   // --advise: route lines, then the summary, in the documented format.
   const std::regex route_re(
@@ -316,8 +329,7 @@ TEST_F(AdvisorTest, WaitingTrafficIsAdvisedAsync) {
 
   // event=advice: once, after 600 ms of the pick differing from the
   // configured model (repeated at most hourly); never when it agrees.
-  std::this_thread::sleep_for(Millis(700));
-  std::vector<LogLine> advice = Lines("advice");
+  std::vector<LogLine> advice = AdviceAfter(load_done);
   if (ModelUnderTest() == "async") {
     EXPECT_TRUE(advice.empty()) << advice.front().raw;
   } else {
@@ -341,6 +353,7 @@ TEST_F(AdvisorTest, CpuHeavyTrafficIsAdvisedThreadpool) {
   std::optional<JsonValue> status = StatusJson();
   LoadResult done = load.Join();
   EXPECT_EQ(done.statuses[200], 2 * 700) << done.failures;
+  const size_t load_done = Stats().size();
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->Path("advice.pick")->text, "threadpool");
   EXPECT_EQ(status->Path("advice.differs")->boolean,
@@ -352,8 +365,7 @@ TEST_F(AdvisorTest, CpuHeavyTrafficIsAdvisedThreadpool) {
       EXPECT_EQ(r.Find("kind")->text, "cpu");
     }
   }
-  std::this_thread::sleep_for(Millis(700));
-  std::vector<LogLine> advice = Lines("advice");
+  std::vector<LogLine> advice = AdviceAfter(load_done);
   if (ModelUnderTest() == "threadpool") {
     EXPECT_TRUE(advice.empty()) << advice.front().raw;
   } else {

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/integration/metrics/metrics_fixture.h"
@@ -41,6 +40,10 @@ TEST_F(MetricsTest, AccessAndSlowLogLines) {
        "POST", "/echo", 200, "-"},
       {GetRequest("/sleep?ms=100"), "GET", "/sleep", 200, "-"},
       {GetRequest("/hello"), "GET", "/hello", 200, "-"},
+      // A fence: served last, by the same worker, its line follows every
+      // line of the others. Once it is there, none of theirs can follow.
+      {GetRequest("/hello", "X-Request-Id: fence\r\n"), "GET", "/hello", 200,
+       "fence"},
   };
   // One keep-alive connection: the lines come in request order.
   Connection c = Connection::Open(port());
@@ -52,11 +55,18 @@ TEST_F(MetricsTest, AccessAndSlowLogLines) {
     ASSERT_EQ(r.status, s.status) << r.raw;
     s.response_bytes = r.raw.size();
   }
+  const TcpPorts ports = PortsOf(c.fd());
   c.Close();
-  std::vector<LogLine> access =
-      WaitForLines("access", sent.size(), Millis(3000));
-  std::this_thread::sleep_for(Millis(200));  // no extra lines may follow
-  access = Lines("access");
+  WaitUntil(
+      [&] {
+        for (const LogLine& l : Lines("access"))
+          if (l.Get("request_id") == "fence") return true;
+        return false;
+      },
+      Millis(3000));
+  // Nor can a line for the connection's end: the server has closed it.
+  EXPECT_TRUE(WaitUntil([&] { return !ServerHolds(ports); }, Millis(3000)));
+  std::vector<LogLine> access = Lines("access");
   std::vector<LogLine> slow = Lines("slow_request");
   for (const LogLine& l : access) printf("%s\n", l.raw.c_str());
   for (const LogLine& l : slow) printf("%s\n", l.raw.c_str());

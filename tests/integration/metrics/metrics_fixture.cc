@@ -36,14 +36,22 @@ int64_t JsonInt(const JsonValue& v, std::string_view path) {
   return x && x->Int() ? *x->Int() : -1;
 }
 
-const char* const kStatsKeys[31] = {
-    "model",    "gen",          "rps",          "requests",         "p50_ms",
-    "p90_ms",   "p99_ms",       "max_ms",       "qwait_p50_ms",     "qwait_p99_ms",
-    "inflight", "conns",        "busy",         "workers",          "queue",
-    "queue_max", "accept_queue", "accept_queue_max", "s2xx",        "s4xx",
-    "s5xx",     "rejected",     "bad_input",    "timeouts",         "bytes_in",
-    "bytes_out", "parked",      "request_timeouts",
-    "loop_stalls", "workers_min", "workers_max"};
+const char* const kStatsKeys[31] = {"model",        "gen",
+                                    "rps",          "requests",
+                                    "p50_ms",       "p90_ms",
+                                    "p99_ms",       "max_ms",
+                                    "qwait_p50_ms", "qwait_p99_ms",
+                                    "inflight",     "conns",
+                                    "busy",         "workers",
+                                    "queue",        "queue_max",
+                                    "accept_queue", "accept_queue_max",
+                                    "s2xx",         "s4xx",
+                                    "s5xx",         "rejected",
+                                    "bad_input",    "timeouts",
+                                    "bytes_in",     "bytes_out",
+                                    "parked",       "request_timeouts",
+                                    "loop_stalls",  "workers_min",
+                                    "workers_max"};
 
 std::string StatsTable(const std::vector<LogLine>& stats) {
   std::string out =
@@ -138,7 +146,8 @@ LoadResult KeepAliveLoad(int port, int threads, int per_thread,
 std::string DescribeStatuses(const std::map<int, int>& statuses) {
   std::string out;
   for (auto [s, n] : statuses)
-    out += (out.empty() ? "" : " ") + std::to_string(s) + "x" + std::to_string(n);
+    out +=
+        (out.empty() ? "" : " ") + std::to_string(s) + "x" + std::to_string(n);
   return out.empty() ? "none" : out;
 }
 
@@ -171,18 +180,22 @@ std::vector<LogLine> MetricsTest::Lines(std::string_view event) const {
 std::vector<LogLine> MetricsTest::WaitForLines(std::string_view event,
                                                size_t count,
                                                Millis timeout) const {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    std::vector<LogLine> lines = Lines(event);
-    if (lines.size() >= count || Clock::now() >= deadline) return lines;
-    std::this_thread::sleep_for(Millis(5));
-  }
+  std::vector<LogLine> lines;
+  WaitUntil(
+      [&] {
+        lines = Lines(event);
+        return lines.size() >= count;
+      },
+      timeout);
+  return lines;
 }
 
 void MetricsTest::SyncToStatsLine(Millis delay) {
   const size_t have = Stats().size();
   std::vector<LogLine> s = WaitForStats(have + 1, Millis(3000));
   ASSERT_GT(s.size(), have) << "no stats line within 3 s";
+  // A phase, not a wait: the load that follows is placed `delay` after a
+  // line of a periodic clock, and no event marks that point.
   std::this_thread::sleep_for(delay);
 }
 
@@ -202,7 +215,8 @@ std::string MetricsTest::OpenMetrics() {
   HttpResponse r = Exchange(port(), GetRequest("/status?format=openmetrics"));
   EXPECT_EQ(r.error, "");
   EXPECT_EQ(r.status, 200) << r.raw;
-  EXPECT_EQ(r.Header("Content-Type").rfind("application/openmetrics-text", 0), 0u)
+  EXPECT_EQ(r.Header("Content-Type").rfind("application/openmetrics-text", 0),
+            0u)
       << r.raw;
   return r.body;
 }

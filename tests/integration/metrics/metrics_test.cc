@@ -197,16 +197,23 @@ TEST_F(MetricsTest, BusyWhileARequestIsInFlight) {
   Connection a = Connection::Open(port());
   ASSERT_TRUE(a.ok() && b.ok()) << a.error() << b.error();
   ASSERT_TRUE(b.Send(GetRequest("/sleep?ms=900"))) << b.error();
-  std::this_thread::sleep_for(Millis(30));
+  // B has started: the server has read it.
+  const TcpPorts b_ports = PortsOf(b.fd());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::optional<TcpSocket> end = ServerEnd(b_ports);
+        return end && end->rx_queue == 0;
+      },
+      Millis(5000)));
   ASSERT_TRUE(a.Send(GetRequest("/sleep?ms=200"))) << a.error();
   HttpResponse ra = a.ReadResponse();
   ASSERT_EQ(ra.error, "");
   ASSERT_EQ(ra.status, 200) << ra.raw;
-  // A is answered (~230 ms); B runs until ~900 ms. Lines from now to ~650 ms.
-  std::this_thread::sleep_for(Millis(50));
-  const size_t from = Stats().size();
-  std::this_thread::sleep_for(Millis(400));
-  std::vector<LogLine> stats = Stats();
+  // A is answered (~230 ms); B runs until ~900 ms. The next line may have
+  // been taken while A was still in flight; the ones after it were not. Up
+  // to three of them, within 400 ms.
+  const size_t from = WaitForStats(Stats().size() + 1, Millis(3000)).size();
+  std::vector<LogLine> stats = WaitForStats(from + 3, Millis(400));
   HttpResponse rb = b.ReadResponse();
   ASSERT_EQ(rb.error, "");
   ASSERT_EQ(rb.status, 200) << rb.raw;

@@ -62,17 +62,16 @@ class ReloadCountersTest : public MetricsTest {
     conf.replace(at, conf.find('\n', at) - at, "model = \"" + model + "\"");
     std::ofstream(daemon_->config_path(), std::ios::trunc) << conf;
     ASSERT_TRUE(daemon_->Signal(SIGHUP));
-    for (int i = 0; i < 100; ++i) {
-      std::optional<JsonValue> s = StatusJson();
-      ++sent_;
-      if (s && JsonInt(*s, "generation") == gen) {
-        ASSERT_EQ(WaitForLines("generation_started", gen, Millis(5000)).size(),
-                  static_cast<size_t>(gen));
-        return;
-      }
-      std::this_thread::sleep_for(Millis(50));
-    }
-    FAIL() << "generation " << gen << " never served";
+    const bool serving = WaitUntil(
+        [&] {
+          std::optional<JsonValue> s = StatusJson();
+          ++sent_;
+          return s && JsonInt(*s, "generation") == gen;
+        },
+        Millis(5000), Millis(50));
+    ASSERT_TRUE(serving) << "generation " << gen << " never served";
+    ASSERT_EQ(WaitForLines("generation_started", gen, Millis(5000)).size(),
+              static_cast<size_t>(gen));
   }
 
   int sent_ = 0;  // requests answered so far, /status included
@@ -97,7 +96,14 @@ TEST_F(ReloadCountersTest, CountersSurviveAReloadWhileTheOldGenerationDrains) {
         Exchange(port(), GetRequest("/sleep?ms=1500"), Millis(10000));
     EXPECT_EQ(r.status, 200) << r.error << r.raw;
   });
-  std::this_thread::sleep_for(Millis(300));
+  // In flight on generation 1 (/status counts it beside itself).
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::optional<JsonValue> s = StatusJson();
+        ++sent_;
+        return s && JsonInt(*s, "inflight") >= 2;
+      },
+      Millis(5000)));
   ASSERT_NO_FATAL_FAILURE(ReloadInto(second, 2));
   ASSERT_NO_FATAL_FAILURE(Load(3, 20));
 
