@@ -280,6 +280,8 @@ TEST_F(ServerTest, ChunkedPostEchoReassembles) {
       "0\r\n\r\n"};
   for (const std::string& part : parts) {
     ASSERT_TRUE(c.Send(part)) << c.error();
+    // Pacing, the subject of the test: each part arrives on its own, later
+    // than the one before, as from a client writing chunks as it makes them.
     std::this_thread::sleep_for(Millis(20));
   }
   HttpResponse r = c.ReadResponse();
@@ -327,12 +329,22 @@ TEST_F(ServerTest, FullQueueGets503WithRetryAfter) {
   Connection busy = Connect();
   ASSERT_TRUE(busy.ok());
   ASSERT_TRUE(busy.Send(GetRequest("/sleep?ms=1500"))) << busy.error();
-  std::this_thread::sleep_for(Millis(200));
-  // 2. Fill the one queue slot.
+  // The thread has read the request: no byte of it is left unread.
+  const TcpPorts busy_ports = PortsOf(busy.fd());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::optional<TcpSocket> end = ServerEnd(busy_ports);
+        return end && end->rx_queue == 0;
+      },
+      Millis(5000)))
+      << "the thread did not take the first request";
+  // 2. Fill the one queue slot: accepted (the poller queues a connection as
+  // it accepts it), not read.
   Connection queued = Connect();
   ASSERT_TRUE(queued.ok());
   ASSERT_TRUE(queued.Send(GetRequest("/hello"))) << queued.error();
-  std::this_thread::sleep_for(Millis(200));
+  ASSERT_TRUE(WaitUntil([&] { return AcceptQueue(port()) == 0; }, Millis(5000)))
+      << "the second connection was not accepted";
   // 3. No room: refused at once.
   Connection refused = Connect();
   ASSERT_TRUE(refused.ok());
@@ -360,7 +372,10 @@ TEST_F(ServerTest, SigtermFinishesInFlightRequest) {
   Connection c = Connect();
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c.Send(GetRequest("/sleep?ms=500"))) << c.error();
-  std::this_thread::sleep_for(Millis(100));
+  // In flight: /status counts it beside itself.
+  ASSERT_TRUE(
+      WaitUntil([&] { return JsonNumber(StatusJson(port()), "inflight") >= 2; },
+                Millis(5000)));
   ASSERT_TRUE(daemon_->Signal(SIGTERM));
   HttpResponse r = c.ReadResponse();
   ASSERT_EQ(r.error, "");
