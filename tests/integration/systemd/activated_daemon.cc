@@ -323,26 +323,27 @@ std::unique_ptr<ActivatedDaemon> ActivatedDaemon::Start(
   if (pid < 0) return nullptr;
   d->pid_ = pid;
 
-  const auto deadline = SteadyClock::now() + kWrapperTimeout;
-  for (;;) {
-    struct stat st;
-    if (d->Log().find("Listening on") != std::string::npos &&
-        stat(d->socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-      return d;
-    }
-    if (auto status = d->WaitExit(Millis(0))) {
-      *error = "systemd-socket-activate exited (status " +
-               std::to_string(*status) + ") before listening\nlog:\n" +
-               d->Log();
-      return nullptr;
-    }
-    if (SteadyClock::now() >= deadline) {
-      *error = "systemd-socket-activate did not listen on " + d->socket_path_ +
-               " within 5 s\nlog:\n" + d->Log();
-      return nullptr;
-    }
-    usleep(5000);
+  bool listening = false;
+  std::optional<int> exited;
+  WaitUntil(
+      [&] {
+        struct stat st;
+        listening = d->Log().find("Listening on") != std::string::npos &&
+                    stat(d->socket_path_.c_str(), &st) == 0 &&
+                    S_ISSOCK(st.st_mode);
+        if (!listening) exited = d->WaitExit(Millis(0));
+        return listening || exited.has_value();
+      },
+      kWrapperTimeout);
+  if (listening) return d;
+  if (exited) {
+    *error = "systemd-socket-activate exited (status " +
+             std::to_string(*exited) + ") before listening\nlog:\n" + d->Log();
+    return nullptr;
   }
+  *error = "systemd-socket-activate did not listen on " + d->socket_path_ +
+           " within 5 s\nlog:\n" + d->Log();
+  return nullptr;
 }
 
 ActivatedDaemon::~ActivatedDaemon() {

@@ -29,7 +29,11 @@ using Failure = UnixResponse::Failure;
 TEST_F(SystemdTest, ReadyComesOnlyOnceServingWithMainPid) {
   ASSERT_NO_FATAL_FAILURE(Launch(Options(ModelUnderTest()), &daemon_));
   ActivatedDaemon& d = *daemon_;
-  std::this_thread::sleep_for(Millis(200));
+  // systemd-socket-activate sleeps waiting for a connection: it has not
+  // started gearboxd (it would exec it in its own process), and nothing
+  // else can notify.
+  EXPECT_TRUE(WaitUntil([&] { return WaitingForEvents(d.pid()); }, kIo))
+      << "systemd-socket-activate is not waiting for the first connection";
   EXPECT_EQ(d.notify().Count(), 0u)
       << "notified before the first connection started gearboxd";
 
@@ -82,6 +86,8 @@ TEST_F(SystemdTest, StatusEveryMetricsInterval) {
   int served = 0;
   while (SteadyClock::now() < end && served < 400) {
     if (Good(UnixExchange(d.socket_path(), "/hello", kIo))) ++served;
+    // Pacing: the traffic is spread over the window the STATUS= cadence is
+    // measured in, so every interval has figures that move.
     std::this_thread::sleep_for(Millis(10));
   }
   std::vector<NotifyMessage> all = d.notify().Messages();
@@ -248,8 +254,9 @@ TEST_F(SystemdTest, SigtermDrainsInFlightRequestSocketActivated) {
     slow = c.ok() ? c.RoundTrip(UnixGet("/sleep?ms=500"), Millis(10000))
                   : UnixResponse{Failure::kConnect, c.error()};
   });
-  while (!started.load()) std::this_thread::sleep_for(Millis(1));
-  std::this_thread::sleep_for(Millis(150));  // in flight by now
+  // In flight: /status counts it beside itself.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return started.load() && StatusNumber(d, "inflight") >= 2; }, kIo));
   const size_t from = d.notify().Count();
   const auto term = SteadyClock::now();
   ASSERT_TRUE(d.Signal(SIGTERM));

@@ -15,6 +15,11 @@ int64_t Ms(SteadyClock::duration d) {
   return std::chrono::duration_cast<Millis>(d).count();
 }
 
+// Between two requests of a client: the load's rate (at most one request per
+// `pause`), set by the test. Nothing is waited for; the next request is the
+// next thing to do.
+void Pace(const LoadLimits& lim) { std::this_thread::sleep_for(lim.pause); }
+
 std::string Target(int i) { return i % 4 == 3 ? "/sleep?ms=20" : "/hello"; }
 
 // One new connection (Connection: close) per request: every one must be 200.
@@ -31,7 +36,7 @@ void FreshClient(const std::string& path, int id, const LoadLimits& lim,
       out.Fail(t0, "fresh#" + std::to_string(id) + " " + Target(i),
                Describe(r));
     }
-    std::this_thread::sleep_for(lim.pause);
+    Pace(lim);
   }
 }
 
@@ -52,7 +57,7 @@ void KeepAliveClient(const std::string& path, int id, const LoadLimits& lim,
       out.reconnects.fetch_add(1);
       if (!conn.ok()) {
         out.Fail(t0, who, "connect: " + conn.error());
-        std::this_thread::sleep_for(lim.pause);
+        Pace(lim);
         continue;
       }
     }
@@ -79,7 +84,7 @@ void KeepAliveClient(const std::string& path, int id, const LoadLimits& lim,
                    " connection: " + Describe(r));
       conn.Close();
     }
-    std::this_thread::sleep_for(lim.pause);
+    Pace(lim);
   }
 }
 

@@ -27,9 +27,10 @@ namespace {
 // unanswered is a dropped request.
 // The code says so too (models/blocking_connection.cc: "A fresh connection is
 // owed its first request"), and the async model does it. The load test hits
-// this as a rare race (a request written right after connect); the gaps here
-// (150 ms before the reload, 100 ms after READY=1, both far below
-// header_timeout = 10s) make it deterministic.
+// this as a rare race (a request written right after connect); here every
+// connection is accepted before the reload, and the old generation has been
+// draining for a while (both far below header_timeout = 10s) when the
+// requests are completed.
 TEST_F(SystemdTest, ConnectionAcceptedBeforeReloadIsServedItsFirstRequest) {
   constexpr int kConns = 6;  // silent ones, and ones with half a head
   const std::string head = UnixGet("/status", "Connection: close\r\n");
@@ -37,6 +38,8 @@ TEST_F(SystemdTest, ConnectionAcceptedBeforeReloadIsServedItsFirstRequest) {
   ASSERT_NO_FATAL_FAILURE(Launch(Options(ModelUnderTest()), &daemon_));
   ActivatedDaemon& d = *daemon_;
   ASSERT_NO_FATAL_FAILURE(Activate(d));
+  const int64_t accepted_before = StatusNumber(d, "accepted");
+  ASSERT_GE(accepted_before, 1);
   std::vector<UnixConnection> conns;
   for (int i = 0; i < kConns; ++i) {
     conns.push_back(UnixConnection::Open(d.socket_path(), kIo));
@@ -46,10 +49,23 @@ TEST_F(SystemdTest, ConnectionAcceptedBeforeReloadIsServedItsFirstRequest) {
           << conns.back().error();
     }
   }
-  std::this_thread::sleep_for(Millis(150));  // accepted by generation 1 by now
+  // Accepted by generation 1: /status counts them, and one connection of its
+  // own per look.
+  int64_t looks = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ++looks;
+        return StatusNumber(d, "accepted") >= accepted_before + kConns + looks;
+      },
+      Millis(5000)))
+      << "generation 1 did not accept the " << kConns << " connections";
   const std::string next = NextModel(ModelUnderTest(), 1);
   ASSERT_GE(Reload(d, next), 0);
-  std::this_thread::sleep_for(Millis(100));  // the old generation is draining
+  // The old generation drains with these connections in hand. Nothing shows
+  // outside how far it has got until it has drained, and it cannot drain
+  // before they are answered: the pause gives it the time to act on them
+  // (closing one unanswered is what this test catches).
+  std::this_thread::sleep_for(Millis(100));
   int ok = 0;
   std::string failures;
   for (int i = 0; i < kConns; ++i) {
@@ -86,17 +102,20 @@ TEST_F(SystemdTest, AnIdleKeptAliveClientLetsTheOldGenerationDrainSoon) {
   UnixConnection idle = UnixConnection::Open(d.socket_path(), kIo);
   ASSERT_TRUE(idle.ok()) << idle.error();
   ASSERT_TRUE(Good(idle.RoundTrip(UnixGet("/hello"), kIo)));
-  std::this_thread::sleep_for(Millis(100));  // idle, parked between requests
+  // Idle, parked between requests: no thread or child is still at work.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return AllThreadsAsleep(d.pid()) && ChildrenWaiting(d.pid()); },
+      Millis(5000)));
   const auto hup = SteadyClock::now();
   ASSERT_GE(Reload(d, NextModel(ModelUnderTest(), 1)), 0);
   double drained_ms = -1;
-  while (SteadyClock::now() - hup < Millis(8000)) {
-    if (d.Log().find("event=generation_drained gen=1") != std::string::npos) {
-      drained_ms = MsF(SteadyClock::now() - hup);
-      break;
-    }
-    std::this_thread::sleep_for(Millis(20));
-  }
+  if (WaitUntil(
+          [&] {
+            return d.Log().find("event=generation_drained gen=1") !=
+                   std::string::npos;
+          },
+          Millis(8000), Millis(20)))
+    drained_ms = MsF(SteadyClock::now() - hup);
   printf(
       "[figures] model=%s: the old generation drained %.0f ms after the "
       "reload, with one idle kept-alive client\n",
@@ -133,7 +152,11 @@ TEST_F(SystemdTest, AfterReloadReadyOnlyTheNewGenerationAccepts) {
                 "): answered by generation " + std::to_string(s.generation) +
                 " (" + s.model + ")\n";
     }
-    std::this_thread::sleep_for(Millis(50));
+    // The next reload finds one generation running: the old one has drained
+    // (its idle connections are closed at once).
+    EXPECT_TRUE(WaitUntil(
+        [&] { return CountLines(d.Log(), "event=generation_drained") >= i; },
+        Millis(10000)));
   }
   EXPECT_EQ(stale, 0)
       << "first connection after READY=1 accepted by the old generation:\n"
@@ -165,7 +188,17 @@ TEST_F(SystemdTest, TenReloadsAcrossModelsUnderLoadFailNothingAndLeakNothing) {
   RunLoad(d.socket_path(), 3, 0, lim, fresh, threads, t0);
   RunLoad(d.socket_path(), 0, 2, lim, keepalive, threads, t0);
 
-  std::this_thread::sleep_for(Millis(500));
+  // The load flows before the first reload: each kind has been answered
+  // 50 times.
+  auto flowed = [&](int fresh_from, int keepalive_from) {
+    return WaitUntil(
+        [&] {
+          return fresh.ok.load() >= fresh_from + 50 &&
+                 keepalive.ok.load() >= keepalive_from + 50;
+        },
+        Millis(10000));
+  };
+  EXPECT_TRUE(flowed(0, 0)) << "the load did not start";
   std::vector<double> durations;
   std::string plan = ModelUnderTest();
   for (int i = 1; i <= kReloads; ++i) {
@@ -175,9 +208,12 @@ TEST_F(SystemdTest, TenReloadsAcrossModelsUnderLoadFailNothingAndLeakNothing) {
     double ms = Reload(d, model);
     durations.push_back(ms);
     if (ms < 0) break;
+    // Pacing: the reloads come at a set rate under the load.
     std::this_thread::sleep_until(started + kReloadEvery);
   }
-  std::this_thread::sleep_for(Millis(500));
+  // ... and after the last one, on the final generation.
+  EXPECT_TRUE(flowed(fresh.ok.load(), keepalive.ok.load()))
+      << "the load stopped after the reloads";
   stop.store(true);
   for (auto& t : threads) t.join();
   const auto load_ms = Ms(SteadyClock::now() - t0);
@@ -215,11 +251,11 @@ TEST_F(SystemdTest, TenReloadsAcrossModelsUnderLoadFailNothingAndLeakNothing) {
 
   // Every old generation drains (idle keep-alive connections are closed at
   // once).
-  const auto drain_end = SteadyClock::now() + Millis(10000);
-  while (CountLines(d.Log(), "event=generation_drained") < kReloads &&
-         SteadyClock::now() < drain_end) {
-    std::this_thread::sleep_for(Millis(50));
-  }
+  WaitUntil(
+      [&] {
+        return CountLines(d.Log(), "event=generation_drained") >= kReloads;
+      },
+      Millis(10000), Millis(50));
   EXPECT_EQ(CountLines(d.Log(), "event=generation_drained"), kReloads);
   const std::string final_model = NextModel(ModelUnderTest(), kReloads);
   const std::string log = d.Log();
@@ -352,7 +388,10 @@ TEST_F(SystemdTest, InvalidReloadKeepsServingThenValidReloadWorks) {
   EXPECT_EQ(periodic2->Field("STATUS")->find("failed"), std::string::npos)
       << "a successful reload should clear the failure: " << periodic2->text;
 
-  std::this_thread::sleep_for(Millis(300));
+  // The load is served by generation 2 for a while.
+  const int ok_before = load.ok.load();
+  EXPECT_TRUE(WaitUntil([&] { return load.ok.load() >= ok_before + 20; },
+                        Millis(10000)));
   stop.store(true);
   for (auto& t : threads) t.join();
   EXPECT_EQ(load.failed.load(), 0) << load.Failures();

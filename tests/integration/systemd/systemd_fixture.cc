@@ -106,30 +106,30 @@ void SetModelUnderTest(const std::string& model) { ModelFlag() = model; }
 // Waits until `d` reaches `want` (threads, fds, children); returns the last
 // reading.
 ProcCounts SettleTo(pid_t pid, const ProcCounts& want, Millis timeout) {
-  const auto end = SteadyClock::now() + timeout;
-  ProcCounts c = ReadProcCounts(pid);
-  while (!c.SameAs(want) && SteadyClock::now() < end) {
-    std::this_thread::sleep_for(Millis(50));
-    c = ReadProcCounts(pid);
-  }
+  ProcCounts c;
+  WaitUntil(
+      [&] {
+        c = ReadProcCounts(pid);
+        return c.SameAs(want);
+      },
+      timeout, Millis(50));
   return c;
 }
 
 // A reading that has stayed the same for `quiet` (the daemon is idle).
 ProcCounts Steady(pid_t pid, Millis quiet, Millis timeout) {
-  const auto end = SteadyClock::now() + timeout;
   ProcCounts last = ReadProcCounts(pid);
   auto since = SteadyClock::now();
-  while (SteadyClock::now() < end) {
-    std::this_thread::sleep_for(Millis(50));
-    ProcCounts c = ReadProcCounts(pid);
-    if (!c.SameAs(last)) {
-      last = c;
-      since = SteadyClock::now();
-    } else if (SteadyClock::now() - since >= quiet) {
-      break;
-    }
-  }
+  WaitUntil(
+      [&] {
+        ProcCounts c = ReadProcCounts(pid);
+        if (!c.SameAs(last)) {
+          last = c;
+          since = SteadyClock::now();
+        }
+        return SteadyClock::now() - since >= quiet;
+      },
+      timeout, Millis(50));
   return last;
 }
 

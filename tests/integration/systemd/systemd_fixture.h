@@ -15,6 +15,9 @@
 #include "tests/integration/systemd/activated_daemon.h"
 #include "tests/integration/systemd/load_clients.h"
 #include "tests/integration/systemd/unix_http.h"
+#include "tests/support/json_number.h"
+#include "tests/support/proc_state.h"
+#include "tests/support/wait_until.h"
 
 namespace gearbox::testing {
 
@@ -96,6 +99,11 @@ class SystemdTest : public ::testing::Test {
     ASSERT_TRUE(ready) << "no READY=1 within 10 s";
   }
 
+  // The integer `key` of /status (JSON), or -1.
+  int64_t StatusNumber(ActivatedDaemon& d, std::string_view key) {
+    return JsonNumber(UnixExchange(d.socket_path(), "/status", kIo).body, key);
+  }
+
   StatusDoc Status(ActivatedDaemon& d) {
     UnixResponse r = UnixExchange(d.socket_path(), "/status", kIo);
     EXPECT_TRUE(Good(r)) << "/status: " << Describe(r);
@@ -107,13 +115,13 @@ class SystemdTest : public ::testing::Test {
   // two; AfterReloadReadyOnlyTheNewGenerationAccepts checks that separately.
   // Every answer must still be a 200.
   StatusDoc StatusOfGeneration(ActivatedDaemon& d, int want) {
-    const auto end = SteadyClock::now() + Millis(2000);
     StatusDoc s;
-    do {
-      s = Status(d);
-      if (s.generation == want || ::testing::Test::HasFailure()) break;
-      std::this_thread::sleep_for(Millis(10));
-    } while (SteadyClock::now() < end);
+    WaitUntil(
+        [&] {
+          s = Status(d);
+          return s.generation == want || ::testing::Test::HasFailure();
+        },
+        Millis(2000), Millis(10));
     return s;
   }
 
