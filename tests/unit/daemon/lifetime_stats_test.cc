@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/wait_until.h"
+
 namespace gearbox {
 namespace {
 
@@ -75,41 +77,59 @@ TEST(LifetimeStats, ReadersNeverSeeADipOrAJumpAcrossRetirement) {
     Serve(*regions.back(), 0, kPerGeneration, 10);
   }
   const uint64_t total = kGenerations * kPerGeneration;
-  // go: readers ready (+1 each), then 100 = retiring done.
-  void* mem = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+  // Shared with the forked reader: `go` (readers ready: +1 each; then 100 =
+  // retiring done) and each reader's count of finished reads.
+  struct Shared {
+    std::atomic<int> go{0};
+    std::atomic<uint64_t> reads[2]{};
+  };
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
-  auto* go = new (mem) std::atomic<int>(0);
+  auto* shared = new (mem) Shared();
 
-  auto read_until_done = [&]() -> int {  // reads that were not exact
+  auto read_until_done = [&](int reader) -> int {  // reads that were not exact
     int wrong = 0;
-    go->fetch_add(1);
-    while (go->load() < 100) {
+    shared->go.fetch_add(1);
+    while (shared->go.load() < 100) {
       const StatsRegion::Totals t = lifetime->Sum(regions);
       wrong += t.requests != total || t.service.Count() != total;
+      shared->reads[reader].fetch_add(1);
     }
     return wrong;
   };
   const pid_t child = fork();
   ASSERT_GE(child, 0);
-  if (child == 0) _exit(read_until_done() == 0 ? 0 : 1);
+  if (child == 0) _exit(read_until_done(0) == 0 ? 0 : 1);
   std::atomic<int> thread_wrong{-1};
-  std::thread reader([&] { thread_wrong = read_until_done(); });
-  while (go->load() < 2) std::this_thread::yield();
-  // Spread over ~100 ms, so that retirements land in the middle of reads.
+  std::thread reader([&] { thread_wrong = read_until_done(1); });
+  while (shared->go.load() < 2) std::this_thread::yield();
+  // After each retirement both readers finish a read before the next one:
+  // retirements land in the middle of reads in both processes, however the
+  // host schedules them.
+  bool interleaved = true;
   for (auto& r : regions) {
     lifetime->Retire(*r);
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    const uint64_t child_reads = shared->reads[0].load();
+    const uint64_t thread_reads = shared->reads[1].load();
+    interleaved = gearbox::testing::WaitUntil(
+        [&] {
+          return shared->reads[0].load() > child_reads &&
+                 shared->reads[1].load() > thread_reads;
+        },
+        std::chrono::milliseconds(10000), std::chrono::microseconds(50));
+    if (!interleaved) break;
   }
-  go->store(100);
+  shared->go.store(100);
   reader.join();
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(interleaved) << "a reader stopped reading";
   EXPECT_EQ(thread_wrong.load(), 0) << "reads in a thread saw a partial move";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "the forked reader saw a partial move";
   EXPECT_EQ(lifetime->Sum(regions).requests, total);
-  munmap(mem, sizeof(std::atomic<int>));
+  munmap(mem, sizeof(Shared));
 }
 
 }  // namespace

@@ -5,9 +5,13 @@
 #include "models/threadpool/interruptible_sleeper.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
+
+#include "tests/support/proc_state.h"
+#include "tests/support/wait_until.h"
 
 namespace gearbox {
 namespace {
@@ -26,14 +30,24 @@ TEST(InterruptibleSleeperTest, SleepsTheWholeWait) {
 
 TEST(InterruptibleSleeperTest, AbortCutsASleepShort) {
   InterruptibleSleeper sleeper;
+  const pid_t sleeping = static_cast<pid_t>(gettid());
+  bool asleep = false;
   std::thread stopper([&] {
-    std::this_thread::sleep_for(milliseconds(50));
+    // The abort comes once this thread is asleep in SleepFor (the only place
+    // it can block meanwhile), so it cuts a sleep short rather than coming
+    // before one.
+    asleep = gearbox::testing::WaitUntil(
+        [&] {
+          return gearbox::testing::ThreadState(getpid(), sleeping) == 'S';
+        },
+        milliseconds(10000), std::chrono::microseconds(100));
     sleeper.Abort();
   });
   const auto t0 = SteadyClock::now();
   EXPECT_FALSE(sleeper.SleepFor(std::chrono::seconds(30)));
   EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(10));
   stopper.join();
+  EXPECT_TRUE(asleep) << "the sleeper never went to sleep";
 }
 
 TEST(InterruptibleSleeperTest, SleepAfterAbortReturnsAtOnce) {
