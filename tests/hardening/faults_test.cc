@@ -71,6 +71,7 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
     load.emplace_back([&, t] {
       auto next = t0 + Millis(5 * t);
       for (int k = 0; k < kMaxPerThread && !stop.load(); ++k) {
+        // Pacing: the load's rate, one request per period per thread.
         std::this_thread::sleep_until(next);
         next += kPeriod;
         const double start = MsSince(t0);
@@ -84,6 +85,7 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
       }
     });
   }
+  // The test's timeline: the kill comes 1 s into the load.
   std::this_thread::sleep_until(t0 + Millis(1000));
   const pid_t victim = before[0];
   ASSERT_EQ(kill(victim, SIGKILL), 0);
@@ -103,6 +105,8 @@ TEST_F(FaultTest, PreforkChildKilledUnderLoadIsReplacedFast) {
       },
       Millis(3000), Millis(2));
   const double replaced_at_ms = killed_ms + std::max(respawn_ms, 0.0);
+  // ... and the load runs to 3 s, the span failures after the respawn are
+  // counted over.
   std::this_thread::sleep_until(t0 + Millis(3000));
   stop.store(true);
   for (std::thread& t : load) t.join();

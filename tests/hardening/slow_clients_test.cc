@@ -185,6 +185,8 @@ TEST_F(SlowClientTest, SlowlorisHeadsAreCutAtHeaderTimeout) {
   // Fresh clients while the crowd trickles (before anyone is cut off).
   std::vector<double> probes;
   for (int at_ms : {300, 800, 1300}) {
+    // The probes come at set points of the crowd's trickle: the timeline
+    // under test.
     std::this_thread::sleep_until(opened + Millis(at_ms));
     double ms = TimedHello(Millis(3000), &error);
     EXPECT_GE(ms, 0) << "probe at " << at_ms << " ms: " << error;
