@@ -10,11 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "config/model_sections.h"
 #include "config/params.h"
 
 namespace gearbox {
-
-using Duration = std::chrono::microseconds;
 
 enum class Protocol { kHttp, kFastCgi };
 
@@ -33,46 +32,6 @@ struct ServerConfig {
   // Allows routes whose handler is fault_test_only (HandlerSchema): the
   // `crash` handler, which aborts the process.
   bool enable_crash_handler = false;
-};
-
-// How a pool of workers follows the load: `min` workers from the start, up
-// to `max` when every worker is busy and work waits, at most `spawn_rate`
-// new ones a second; one idle for `idle_timeout` retires (down to `min`).
-struct PoolLimits {
-  int min = 1;
-  int max = 1;
-  int spawn_rate = 32;
-  Duration idle_timeout = std::chrono::seconds(10);
-};
-
-struct ThreadPoolConfig {
-  int threads = 64;     // the minimum, and the start
-  int max_threads = 0;  // 0: = threads (the loader fills it in)
-  Duration idle_thread_timeout = std::chrono::seconds(10);
-  int max_spawn_rate = 32;  // threads started per second, at most
-  int queue = 1024;
-  PoolLimits Limits() const {
-    return {threads, std::max(threads, max_threads), max_spawn_rate,
-            idle_thread_timeout};
-  }
-};
-
-struct PreforkConfig {
-  int workers = 4;      // the minimum, and the start
-  int max_workers = 0;  // 0: = workers (the loader fills it in)
-  Duration idle_worker_timeout = std::chrono::seconds(10);
-  int max_spawn_rate = 32;   // children forked per second, at most
-  int64_t max_requests = 0;  // 0 = never recycle
-  PoolLimits Limits() const {
-    return {workers, std::max(workers, max_workers), max_spawn_rate,
-            idle_worker_timeout};
-  }
-};
-
-struct AsyncConfig {
-  int loops = 1;
-  // A callback running longer than this logs event=loop_stalled; 0: off.
-  Duration stall_threshold = std::chrono::milliseconds(100);
 };
 
 struct LimitsConfig {
@@ -152,13 +111,14 @@ struct RouteConfig {
   SourcePosition handler_at;  // of the handler value
 };
 
-struct Config {
+// The model sections (threadpool, prefork, async) are the base's.
+struct Config : ModelSections {
   std::string source = "<embedded>";  // file the config came from
+  // The models the file was read against (the model table's rows): how
+  // FormatConfig prints their sections.
+  std::span<const ModelSchema> model_schemas;
   ServerConfig server;
   std::vector<ListenConfig> listen;
-  ThreadPoolConfig threadpool;
-  PreforkConfig prefork;
-  AsyncConfig async;
   LimitsConfig limits;
   LogConfig log;
   MetricsConfig metrics;
@@ -176,11 +136,8 @@ inline Duration RouteTimeout(const RouteConfig& route,
   return route.timeout.value_or(limits.request_timeout);
 }
 
-struct ModelConfig {
+struct ModelConfig : ModelSections {
   ServerConfig server;
-  ThreadPoolConfig threadpool;
-  PreforkConfig prefork;
-  AsyncConfig async;
   LimitsConfig limits;
   bool foreground = false;
 };

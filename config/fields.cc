@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <type_traits>
+#include <variant>
 
 #include "config/internal.h"
 #include "config/loader.h"
@@ -9,7 +11,7 @@
 namespace gearbox::config_internal {
 namespace {
 
-constexpr Duration kYear = std::chrono::hours(24 * 365);
+constexpr Duration kYear = kDurationMax;
 
 std::string Octal(int64_t value) {
   std::ostringstream out;
@@ -303,16 +305,6 @@ std::vector<Field> LuaFields(LuaConfig* lua) {
 
 namespace {
 
-// The typed per-model sections of Config. Which of them a file may use is up
-// to the model table (the loader's vocabulary); ModelSectionNames() lets
-// models_list_test check that both name the same models.
-struct ModelSection {
-  std::string_view model;
-  std::vector<Field> (*fields)(Config* config);
-  // Defaults that follow other keys, and checks across keys (null: none).
-  std::optional<SectionComplaint> (*settle)(Config* config) = nullptr;
-};
-
 // A pool's ceiling defaults to its minimum (a static pool) and
 // may not be below it.
 std::optional<SectionComplaint> SettleMax(std::string_view min_key, int min,
@@ -324,42 +316,21 @@ std::optional<SectionComplaint> SettleMax(std::string_view min_key, int min,
                                        std::to_string(min) + ")"};
 }
 
-constexpr ModelSection kModelSections[] = {
-    {"prefork",
-     [](Config* c) -> std::vector<Field> {
-       PreforkConfig* p = &c->prefork;
-       return {{"workers", Int(&p->workers, 1, 1024)},
-               {"max_workers", Int(&p->max_workers, 1, 1024)},
-               {"idle_worker_timeout",
-                Dur(&p->idle_worker_timeout, Duration(1), kYear)},
-               {"max_spawn_rate", Int(&p->max_spawn_rate, 1, 1024)},
-               {"max_requests", Int(&p->max_requests, 0, kNoMax)}};
-     },
-     [](Config* c) {
-       return SettleMax("workers", c->prefork.workers, "max_workers",
-                        &c->prefork.max_workers);
-     }},
-    {"threadpool",
-     [](Config* c) -> std::vector<Field> {
-       ThreadPoolConfig* t = &c->threadpool;
-       return {{"threads", Int(&t->threads, 1, 4096)},
-               {"max_threads", Int(&t->max_threads, 1, 4096)},
-               {"idle_thread_timeout",
-                Dur(&t->idle_thread_timeout, Duration(1), kYear)},
-               {"max_spawn_rate", Int(&t->max_spawn_rate, 1, 4096)},
-               {"queue", Int(&t->queue, 1, 1000000)}};
-     },
-     [](Config* c) {
-       return SettleMax("threads", c->threadpool.threads, "max_threads",
-                        &c->threadpool.max_threads);
-     }},
-    {"async",
-     [](Config* c) -> std::vector<Field> {
-       return {{"loops", Int(&c->async.loops, 1, 256)},
-               {"stall_threshold",
-                Dur(&c->async.stall_threshold, Duration(0), kYear)}};
-     }},
-};
+// The reader of one described key: a type and range check, then a store
+// through the key's accessor.
+Reader KeyReader(const ModelKey& spec, ModelSections* sections) {
+  return std::visit(
+      [&](auto at) -> Reader {
+        auto* out = at(*sections);
+        using T = std::remove_pointer_t<decltype(out)>;
+        if constexpr (std::is_same_v<T, Duration>) {
+          return Dur(out, Duration(spec.min), Duration(spec.max));
+        } else {
+          return Int(out, spec.min, spec.max);
+        }
+      },
+      spec.at);
+}
 
 }  // namespace
 
@@ -368,17 +339,30 @@ SourcePosition Position(const toml::node& node) {
   return {static_cast<int>(at.line), static_cast<int>(at.column)};
 }
 
-std::vector<Field> ModelSectionFields(std::string_view model, Config* config) {
-  for (const ModelSection& section : kModelSections) {
-    if (section.model == model) return section.fields(config);
+std::vector<Field> ModelSectionFields(const ModelSchema& schema,
+                                      Config* config) {
+  std::vector<Field> fields;
+  for (const ModelKey& spec : schema.keys) {
+    fields.push_back({spec.key, KeyReader(spec, config)});
   }
-  return {};
+  return fields;
 }
 
-std::optional<SectionComplaint> SettleModelSection(std::string_view model,
+std::optional<SectionComplaint> SettleModelSection(const ModelSchema& schema,
                                                    Config* config) {
-  for (const ModelSection& section : kModelSections) {
-    if (section.model == model && section.settle) return section.settle(config);
+  for (const ModelKey& spec : schema.keys) {
+    if (spec.ceiling_of.empty()) continue;
+    const ModelKey* min = nullptr;
+    for (const ModelKey& other : schema.keys) {
+      if (other.key == spec.ceiling_of) min = &other;
+    }
+    // A malformed row is a broken invariant (models_list_test checks the
+    // table): std::get throws on a ceiling that is not an int key.
+    const int floor = *std::get<IntAt>(min->at)(*config);
+    if (auto complaint = SettleMax(spec.ceiling_of, floor, spec.key,
+                                   std::get<IntAt>(spec.at)(*config))) {
+      return complaint;
+    }
   }
   return std::nullopt;
 }
@@ -452,14 +436,6 @@ std::vector<Field> RouteFields(RouteConfig* route,
 }  // namespace gearbox::config_internal
 
 namespace gearbox {
-
-std::vector<std::string_view> ModelSectionNames() {
-  std::vector<std::string_view> names;
-  for (const auto& section : config_internal::kModelSections) {
-    names.push_back(section.model);
-  }
-  return names;
-}
 
 std::vector<std::string_view> RouteKeys() {
   RouteConfig route;

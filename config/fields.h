@@ -94,21 +94,21 @@ std::vector<Field> LogFields(LogConfig* log);
 std::vector<Field> MetricsFields(MetricsConfig* metrics);
 std::vector<Field> LuaFields(LuaConfig* lua);
 
-// The keys of the section named after a model ([threadpool], ...): the typed
-// part of ModelConfig that model reads. None for a model config/ has no typed
-// part for (models_list_test fails then: see ModelSectionNames()).
-std::vector<Field> ModelSectionFields(std::string_view model, Config* config);
+// The keys of a model's section ([threadpool], ...) as its schema (the
+// model table's row) describes them.
+std::vector<Field> ModelSectionFields(const ModelSchema& schema,
+                                      Config* config);
 
 // A key of a section whose value does not fit the others, and why.
 struct SectionComplaint {
   std::string_view key;
   std::string message;
 };
-// Fills the defaults of a model's section that follow its other keys
-// (max_threads = threads) and checks them; the complaint names the key.
+// Fills the defaults of a model's section that follow its other keys (a
+// pool's ceiling = its minimum) and checks them; the complaint names the key.
 // Called once a section is read, and for every section at the end (for the
 // ones a file left out).
-std::optional<SectionComplaint> SettleModelSection(std::string_view model,
+std::optional<SectionComplaint> SettleModelSection(const ModelSchema& schema,
                                                    Config* config);
 
 // One value checked against spec, stored in params with its position.

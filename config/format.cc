@@ -1,8 +1,10 @@
 // Config -> TOML (--print-config) and ConfigError -> one line.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "config/internal.h"
 #include "config/loader.h"
@@ -123,25 +125,30 @@ std::string ConfigError::ToString() const {
 
 namespace {
 
-// [threadpool], [prefork] and [async]: every key, defaults included.
-void FormatPools(const Config& c, std::ostringstream& out) {
-  const ThreadPoolConfig& t = c.threadpool;
-  out << "\n[threadpool]\n"
-      << "threads = " << t.threads << "\n"
-      << "max_threads = " << t.Limits().max << "\n"
-      << "idle_thread_timeout = " << Dur(t.idle_thread_timeout) << "\n"
-      << "max_spawn_rate = " << t.max_spawn_rate << "\n"
-      << "queue = " << t.queue << "\n";
-  const PreforkConfig& p = c.prefork;
-  out << "\n[prefork]\n"
-      << "workers = " << p.workers << "\n"
-      << "max_workers = " << p.Limits().max << "\n"
-      << "idle_worker_timeout = " << Dur(p.idle_worker_timeout) << "\n"
-      << "max_spawn_rate = " << p.max_spawn_rate << "\n"
-      << "max_requests = " << p.max_requests << "\n"
-      << "\n[async]\n"
-      << "loops = " << c.async.loops << "\n"
-      << "stall_threshold = " << Dur(c.async.stall_threshold) << "\n";
+// Each model's section, as its schema describes it: every key, defaults
+// included, a pool's ceiling as the pool uses it (at least its minimum).
+void FormatModelSections(const Config& c, std::ostringstream& out) {
+  ModelSections sections = c;  // a copy: the accessors are the loader's
+  for (const ModelSchema& model : c.model_schemas) {
+    out << "\n[" << model.name << "]\n";
+    for (const ModelKey& spec : model.keys) {
+      out << spec.key << " = ";
+      if (auto at = std::get_if<DurationAt>(&spec.at)) {
+        out << Dur(*(*at)(sections));
+      } else if (auto at = std::get_if<Int64At>(&spec.at)) {
+        out << *(*at)(sections);
+      } else {
+        int value = *std::get<IntAt>(spec.at)(sections);
+        for (const ModelKey& min : model.keys) {
+          if (min.key == spec.ceiling_of) {
+            value = std::max(value, *std::get<IntAt>(min.at)(sections));
+          }
+        }
+        out << value;
+      }
+      out << "\n";
+    }
+  }
 }
 
 // [limits], [log] and [metrics].
@@ -209,7 +216,7 @@ std::string FormatConfig(const Config& c,
     }
   }
 
-  FormatPools(c, out);
+  FormatModelSections(c, out);
   FormatLimitsLogMetrics(c, out);
 
   for (const ModuleConfig& m : c.modules) {

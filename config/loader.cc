@@ -28,9 +28,9 @@ constexpr std::string_view kDefaultSource = "<embedded default>";
 // The tables of a file: the fixed ones around one per model, in the model
 // table's order (a model's section exists exactly when the model does).
 std::vector<std::string_view> SectionNames(
-    std::span<const std::string_view> models) {
+    std::span<const ModelSchema> models) {
   std::vector<std::string_view> names = {"server", "listen"};
-  names.insert(names.end(), models.begin(), models.end());
+  for (const ModelSchema& model : models) names.push_back(model.name);
   for (std::string_view name :
        {"limits", "log", "metrics", "lua", "module", "route"}) {
     names.push_back(name);
@@ -58,6 +58,10 @@ class Loader {
     const size_t slash = source_.rfind('/');
     config_.lua.base_dir =
         slash == std::string::npos ? "." : source_.substr(0, slash);
+    config_.model_schemas = vocabulary.models;
+    for (const ModelSchema& model : vocabulary.models) {
+      model_names_.push_back(model.name);
+    }
     for (const HandlerSchema& schema : vocabulary.handlers) {
       (schema.fault_test_only ? fault_test_names_ : handler_names_)
           .push_back(schema.name);
@@ -163,7 +167,10 @@ class Loader {
     }
     if (name == "server") model_set_ = table->contains("model");
     if (!ReadTable(label, *table, SectionFields(name))) return false;
-    if (auto complaint = config_internal::SettleModelSection(name, &config_)) {
+    const ModelSchema* model = FindModel(name);
+    if (auto complaint =
+            model ? config_internal::SettleModelSection(*model, &config_)
+                  : std::nullopt) {
       const toml::node* at = table->get(complaint->key);
       return Fail(at ? at->source().begin : table->source().begin,
                   label + " " + std::string(complaint->key) + ": " +
@@ -175,7 +182,7 @@ class Loader {
   // The keys of a plain [table]: a fixed section or a model's.
   std::vector<Field> SectionFields(std::string_view name) {
     if (name == "server") {
-      return config_internal::ServerFields(&config_.server, vocabulary_.models);
+      return config_internal::ServerFields(&config_.server, model_names_);
     }
     if (name == "limits") return config_internal::LimitsFields(&config_.limits);
     if (name == "log") return config_internal::LogFields(&config_.log);
@@ -183,7 +190,17 @@ class Loader {
       return config_internal::MetricsFields(&config_.metrics);
     }
     if (name == "lua") return config_internal::LuaFields(&config_.lua);
-    return config_internal::ModelSectionFields(name, &config_);
+    const ModelSchema* model = FindModel(name);
+    if (!model) return {};
+    return config_internal::ModelSectionFields(*model, &config_);
+  }
+
+  // The model table's row named name, or null.
+  const ModelSchema* FindModel(std::string_view name) const {
+    for (const ModelSchema& model : vocabulary_.models) {
+      if (model.name == name) return &model;
+    }
+    return nullptr;
   }
 
   static std::string Label(std::string_view array, size_t index) {
@@ -435,7 +452,7 @@ class Loader {
   // Defaults that depend on the whole file; checks of defaults the file left
   // alone.
   void Validate() {
-    for (std::string_view model : ModelSectionNames()) {
+    for (const ModelSchema& model : vocabulary_.models) {
       // Sections the file left out: their defaults always fit.
       config_internal::SettleModelSection(model, &config_);
     }
@@ -463,7 +480,7 @@ class Loader {
                       "enable_crash_handler = true to allow it");
       return;
     }
-    const auto& models = vocabulary_.models;
+    const auto& models = model_names_;
     if (!fallback_ && !model_set_ &&
         std::find(models.begin(), models.end(), config_.server.model) ==
             models.end()) {
@@ -483,6 +500,7 @@ class Loader {
   // Fault-test-only handlers (crash): accepted, but left out of the lists
   // an error shows, so that nobody picks one from a list of suggestions.
   std::vector<std::string_view> fault_test_names_;
+  std::vector<std::string_view> model_names_;  // valid values of model
   Config config_;
   std::optional<ConfigError> error_;
   bool model_set_ = false;

@@ -28,8 +28,9 @@ struct ConfigError {
 // (models/registry.cc's model table, daemon/handlers/handler_table.cc's
 // handler table) so config/ depends on neither and names no handler.
 struct ConfigVocabulary {
-  // Values of [server] model, and the per-model sections a file may have.
-  std::span<const std::string_view> models;
+  // Values of [server] model, and the per-model sections a file may have
+  // with their keys.
+  std::span<const ModelSchema> models;
   // Values of a route's handler, and the other keys each handler's routes may
   // set (with types, bounds and defaults).
   std::span<const HandlerSchema> handlers;
@@ -50,10 +51,6 @@ std::string_view EmbeddedDefaultConfig();
 // description as a comment.
 std::string FormatConfig(const Config& config,
                          std::span<const HandlerSchema> handlers = {});
-
-// The models Config has a typed section for ([threadpool], ...), for the
-// test that checks them against the model table.
-std::vector<std::string_view> ModelSectionNames();
 
 // The keys every [[route]] has, whatever its handler ("path", "handler"). A
 // handler's schema may not declare them.

@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   const gearbox::Duration window =
       o.window.value_or(gearbox::advisor::kDefaultAdviseWindow);
   if (o.advise && !o.advise_url.empty()) return AdviseUrl(o.advise_url, window);
-  gearbox::ConfigVocabulary vocab{gearbox::ModelNames(),
+  gearbox::ConfigVocabulary vocab{gearbox::ModelSchemas(),
                                   gearbox::HandlerSchemas()};
   gearbox::ConfigResult loaded =
       path.empty() ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),

@@ -32,16 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The most workers (so handler instances) a generation of config runs: what
-// a handler that holds backend connections multiplies its pool by.
-int MostWorkers(const Config& config) {
-  if (config.foreground) return 1;
-  const std::string& model = config.server.model;
-  if (model == "prefork") return config.prefork.Limits().max;
-  if (model == "threadpool") return config.threadpool.Limits().max;
-  return config.async.loops;
-}
-
 // Members go in reverse: the model (its workers) before the modules.
 struct Generation {
   int number = 0;
@@ -63,10 +53,8 @@ struct Draining {
 
 ModelConfig ModelConfigOf(const Config& c) {
   ModelConfig m;
+  static_cast<ModelSections&>(m) = c;
   m.server = c.server;
-  m.threadpool = c.threadpool;
-  m.prefork = c.prefork;
-  m.async = c.async;
   m.limits = c.limits;
   m.foreground = c.foreground;
   return m;
@@ -159,7 +147,7 @@ class Supervisor {
                 .count()));
     info.history = gen->history;
     info.cores = cores_;
-    info.workers = MostWorkers(config);
+    info.workers = gen->model->MaxWorkers(ctx.config);
     info.lua = config.lua;
     gen->route_names = info.route_names;
     routes->modules = gen->modules;
@@ -187,7 +175,7 @@ class Supervisor {
   void Reload() {
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
                static_cast<unsigned long long>(MonotonicUsec()));
-    ConfigVocabulary vocab{ModelNames(), HandlerSchemas()};
+    ConfigVocabulary vocab{ModelSchemas(), HandlerSchemas()};
     ConfigResult loaded =
         path_.empty()
             ? LoadConfigString(EmbeddedDefaultConfig(), "<embedded>", vocab)

@@ -44,6 +44,12 @@ class Model {
   // The TOML value that selects this model: its row's name in the model
   // table, set by MakeModel (empty for a model made by its factory directly).
   std::string_view Name() const { return name_; }
+  // The most workers (so handler instances) a generation of config runs:
+  // what a handler that holds backend connections multiplies its pool by.
+  // From the model's row in the model table (1 for a model made directly).
+  int MaxWorkers(const ModelConfig& config) const {
+    return max_workers_ ? max_workers_(config) : 1;
+  }
   // Stats slots the model writes to for this config (one per worker, plus
   // extras).
   virtual size_t SlotsNeeded(const ModelConfig& config) const = 0;
@@ -71,11 +77,15 @@ class Model {
  private:
   friend std::unique_ptr<Model> MakeModel(std::string_view name);
   std::string_view name_;
+  int (*max_workers_)(const ModelConfig& config) = nullptr;
 };
 
 // The only list of models. Returns null for an unknown name.
 std::unique_ptr<Model> MakeModel(std::string_view name);
 // Names in table order: "prefork", "threadpool", "async".
 std::span<const std::string_view> ModelNames();
+// Each model's name and section keys, in table order: the config loader's
+// vocabulary of models.
+std::span<const ModelSchema> ModelSchemas();
 
 }  // namespace gearbox

@@ -28,6 +28,10 @@ class AsyncModel final : public Model {
 
   int TotalWorkers() const override { return static_cast<int>(loops_.size()); }
 
+  static int Loops(const ModelConfig& c) {
+    return c.foreground ? 1 : c.async.loops;
+  }
+
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     shared_.listeners = ctx.listeners;
@@ -93,10 +97,6 @@ class AsyncModel final : public Model {
   }
 
  private:
-  static int Loops(const ModelConfig& c) {
-    return c.foreground ? 1 : c.async.loops;
-  }
-
   ModelContext ctx_;
   AsyncShared shared_;
   std::vector<std::unique_ptr<AsyncLoop>> loops_;
@@ -107,6 +107,10 @@ class AsyncModel final : public Model {
 
 std::unique_ptr<Model> MakeAsyncModel() {
   return std::make_unique<AsyncModel>();
+}
+
+int AsyncMaxWorkers(const ModelConfig& config) {
+  return AsyncModel::Loops(config);
 }
 
 }  // namespace gearbox

@@ -9,5 +9,7 @@
 namespace gearbox {
 
 std::unique_ptr<Model> MakeAsyncModel();
+// The loops a generation of config runs.
+int AsyncMaxWorkers(const ModelConfig& config);
 
 }  // namespace gearbox

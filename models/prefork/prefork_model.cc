@@ -39,6 +39,10 @@ class PreforkModel final : public Model {
 
   int TotalWorkers() const override { return current_.load(); }
 
+  static PoolLimits Limits(const ModelConfig& c) {
+    return c.foreground ? PoolLimits{1, 1, 1, {}} : c.prefork.Limits();
+  }
+
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     const PoolLimits limits = Limits(ctx.config);
@@ -168,10 +172,6 @@ class PreforkModel final : public Model {
   }
 
  private:
-  static PoolLimits Limits(const ModelConfig& c) {
-    return c.foreground ? PoolLimits{1, 1, 1, {}} : c.prefork.Limits();
-  }
-
   // Caller holds mu_. SIGTERM makes a child stop accepting before it handles
   // another connection (it checks the flag between poll() and accept()), finish
   // the connection in hand and exit; no respawns from now on.
@@ -289,6 +289,10 @@ class PreforkModel final : public Model {
 
 std::unique_ptr<Model> MakePreforkModel() {
   return std::make_unique<PreforkModel>();
+}
+
+int PreforkMaxWorkers(const ModelConfig& config) {
+  return PreforkModel::Limits(config).max;
 }
 
 }  // namespace gearbox

@@ -12,6 +12,8 @@
 namespace gearbox {
 
 std::unique_ptr<Model> MakePreforkModel();
+// The most children a generation of config runs (max_workers).
+int PreforkMaxWorkers(const ModelConfig& config);
 
 // Exit codes of a prefork child, understood by the master.
 enum PreforkExit : int {

@@ -86,6 +86,10 @@ class ThreadPoolModel final : public Model {
 
   int TotalWorkers() const override { return live_.load(); }
 
+  static PoolLimits Limits(const ModelConfig& c) {
+    return c.foreground ? PoolLimits{1, 1, 1, {}} : c.threadpool.Limits();
+  }
+
   Status Start(const ModelContext& ctx) override {
     ctx_ = ctx;
     limits_ = Limits(ctx.config);
@@ -175,10 +179,6 @@ class ThreadPoolModel final : public Model {
   static int Seats(int max_threads) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     return std::clamp(cores, 1, max_threads);
-  }
-
-  static PoolLimits Limits(const ModelConfig& c) {
-    return c.foreground ? PoolLimits{1, 1, 1, {}} : c.threadpool.Limits();
   }
 
   // Caller holds mu_. Starts a thread in the first free slot; false when
@@ -386,6 +386,10 @@ class ThreadPoolModel final : public Model {
 
 std::unique_ptr<Model> MakeThreadPoolModel() {
   return std::make_unique<ThreadPoolModel>();
+}
+
+int ThreadPoolMaxWorkers(const ModelConfig& config) {
+  return ThreadPoolModel::Limits(config).max;
 }
 
 }  // namespace gearbox

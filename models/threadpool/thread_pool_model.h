@@ -10,5 +10,7 @@
 namespace gearbox {
 
 std::unique_ptr<Model> MakeThreadPoolModel();
+// The most threads a generation of config runs (max_threads).
+int ThreadPoolMaxWorkers(const ModelConfig& config);
 
 }  // namespace gearbox

@@ -26,6 +26,9 @@
 #include "config/loader.h"
 #include "config/params.h"
 #include "daemon/handlers/handlers.h"
+#include "models/async/async_section.h"
+#include "models/prefork/prefork_section.h"
+#include "models/threadpool/thread_pool_section.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace gearbox {
@@ -34,7 +37,11 @@ namespace {
 using fuzz::Fail;
 using fuzz::Printable;
 
-constexpr std::string_view kModels[] = {"prefork", "threadpool", "async"};
+// The model table's sections (models/registry.cc lists the same rows; its
+// factories would link every model into the fuzzer).
+constexpr ModelSchema kModels[] = {{"prefork", kPreforkKeys},
+                                   {"threadpool", kThreadPoolKeys},
+                                   {"async", kAsyncKeys}};
 constexpr std::string_view kSource = "fuzz.toml";
 
 // What a handler may rely on when it reads its params (RouteParams aborts

@@ -1,14 +1,15 @@
 // tests/integration/models.bzl's MODELS (passed as --models=a,b,c) must equal
 // the daemon's one table of models, in order: otherwise a model would go
-// untested, or a test target would run a model that does not exist. Likewise
-// for the typed per-model sections of the config ([threadpool], ...): the
-// loader accepts a model's section when the model is in the table, and reads
-// it into ModelConfig's part for that model.
+// untested, or a test target would run a model that does not exist. Each
+// row's description of its config section ([threadpool], ...) must be one
+// the loader can follow.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "config/loader.h"
@@ -48,12 +49,30 @@ TEST(ModelsListTest, BzlListEqualsRegistry) {
          "of models/registry.cc, in table order";
 }
 
-TEST(ModelsListTest, ConfigSectionsEqualRegistry) {
-  const std::vector<std::string_view> registry(gearbox::ModelNames().begin(),
-                                               gearbox::ModelNames().end());
-  EXPECT_EQ(gearbox::ModelSectionNames(), registry)
-      << "config/fields.cc's kModelSections must have one typed section per "
-         "model of models/registry.cc, in table order";
+// A row's section schema is well-formed: its keys are unique, and a pool's
+// ceiling names an integer key of the same section (the loader relies on it).
+TEST(ModelsListTest, SectionSchemasAreWellFormed) {
+  ASSERT_EQ(gearbox::ModelSchemas().size(), gearbox::ModelNames().size());
+  for (size_t i = 0; i < gearbox::ModelSchemas().size(); ++i) {
+    const gearbox::ModelSchema& schema = gearbox::ModelSchemas()[i];
+    EXPECT_EQ(schema.name, gearbox::ModelNames()[i]);
+    std::set<std::string_view> keys;
+    for (const gearbox::ModelKey& key : schema.keys) {
+      EXPECT_TRUE(keys.insert(key.key).second)
+          << schema.name << ": key " << key.key << " twice";
+      EXPECT_LE(key.min, key.max) << schema.name << "." << key.key;
+      if (key.ceiling_of.empty()) continue;
+      EXPECT_TRUE(std::holds_alternative<gearbox::IntAt>(key.at))
+          << schema.name << "." << key.key;
+      bool found = false;
+      for (const gearbox::ModelKey& min : schema.keys) {
+        found = found || (min.key == key.ceiling_of &&
+                          std::holds_alternative<gearbox::IntAt>(min.at));
+      }
+      EXPECT_TRUE(found) << schema.name << "." << key.key << ": ceiling of "
+                         << key.ceiling_of << ", not an integer key here";
+    }
+  }
 }
 
 TEST(ModelsListTest, EveryListedModelCanBeMade) {

@@ -14,7 +14,9 @@
 namespace gearbox {
 namespace {
 
-constexpr std::string_view kModels[] = {"prefork", "threadpool", "async"};
+// Models of the test's own, without keys: the default model must be one.
+constexpr ModelSchema kModels[] = {
+    {"prefork", {}}, {"threadpool", {}}, {"async", {}}};
 
 std::string NeedsAt(std::string_view value) {
   return value.find('@') == std::string_view::npos ? "no '@' in it" : "";

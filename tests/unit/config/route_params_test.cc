@@ -3,6 +3,7 @@
 // //daemon:handlers here), so what they show holds for any handler table.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -14,7 +15,22 @@
 namespace gearbox {
 namespace {
 
-constexpr std::string_view kModels[] = {"prefork", "threadpool", "async"};
+// Models of the test's own (the default model must be one of them), with
+// sections described as a model's row describes its own.
+constexpr ModelKey kPoolKeys[] = {
+    SectionKey<&ModelSections::threadpool, &ThreadPoolConfig::threads>(
+        "threads", 1, 100),
+    SectionKey<&ModelSections::threadpool, &ThreadPoolConfig::max_threads>(
+        "max_threads", 1, 100, "threads"),
+    SectionKey<&ModelSections::threadpool,
+               &ThreadPoolConfig::idle_thread_timeout>(
+        "idle_thread_timeout", std::chrono::seconds(1), std::chrono::hours(1)),
+};
+constexpr ModelKey kLoopKeys[] = {
+    SectionKey<&ModelSections::async, &AsyncConfig::loops>("loops", 1, 256),
+};
+constexpr ModelSchema kModels[] = {
+    {"prefork", {}}, {"threadpool", kPoolKeys}, {"async", kLoopKeys}};
 
 constexpr ParamSpec kGadgetParams[] = {
     IntParam("size", 3, 1, 10, "Gadget size", "limit"),
@@ -152,8 +168,41 @@ TEST(RouteParamsTest, UnknownHandlerNamesTheSchemas) {
       << "a fault-test-only handler is accepted but never suggested";
 }
 
+TEST(RouteParamsTest, ModelSectionsFollowTheirSchema) {
+  const std::string route = Route("bare");
+  Config c = Load(route + "[threadpool]\nthreads = 3\n");
+  EXPECT_EQ(c.threadpool.threads, 3);
+  EXPECT_EQ(c.threadpool.max_threads, 3);  // a ceiling left out: its minimum
+  c = Load(route +
+           "[threadpool]\nthreads = 2\nmax_threads = 9\nidle_thread_timeout = "
+           "\"2s\"\n[async]\nloops = 7\n");
+  EXPECT_EQ(c.threadpool.max_threads, 9);
+  EXPECT_EQ(c.threadpool.idle_thread_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(c.async.loops, 7);
+  EXPECT_EQ(Error(route + "[threadpool]\nthreads = 5\nmax_threads = 4\n"),
+            "g.toml:6:15: [threadpool] max_threads: 4 is less than threads "
+            "(5)");
+  EXPECT_EQ(Error(route + "[threadpool]\nthreads = 101\n"),
+            "g.toml:5:11: [threadpool] threads: 101 out of range (1..100)");
+  EXPECT_EQ(Error(route + "[threadpool]\nidle_thread_timeout = \"2h\"\n"),
+            "g.toml:5:23: [threadpool] idle_thread_timeout: 2h is above the "
+            "maximum 1h");
+  EXPECT_EQ(Error(route + "[threadpool]\nqueue = 5\n"),
+            "g.toml:5:1: [threadpool] queue: unknown key (valid: threads, "
+            "max_threads, idle_thread_timeout)");
+  // -p prints each section from its schema, in the table's order; a section
+  // without keys is an empty table.
+  const std::string text = FormatConfig(c, kSchemas);
+  EXPECT_NE(text.find("\n[prefork]\n\n[threadpool]\nthreads = 2\n"
+                      "max_threads = 9\nidle_thread_timeout = \"2s\"\n\n"
+                      "[async]\nloops = 7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(Load(text).threadpool.max_threads, 9);
+}
+
 TEST(RouteParamsTest, ModelSectionsFollowTheVocabulary) {
-  constexpr std::string_view kOnlyAsync[] = {"async"};
+  constexpr ModelSchema kOnlyAsync[] = {{"async", kLoopKeys}};
   ConfigResult result = LoadConfigString(
       "[server]\nmodel = \"async\"\n[threadpool]\nthreads = 2\n", "g.toml",
       {kOnlyAsync, kSchemas});

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -131,12 +132,12 @@ TEST(HandlerTableTest, NamesAndFactories) {
   for (const HandlerSchema& schema : HandlerSchemas()) {
     names.push_back(schema.name);
   }
-  EXPECT_EQ(names, (std::vector<std::string_view>{"text", "wait", "burn",
-                                                  "echo", "status", "postgres",
-                                                  "lua", "crash"}));
+  ASSERT_FALSE(names.empty());
   ServerInfo info = Info();
-  for (std::string_view name : names) {
-    EXPECT_NE(MakeHandler(Route("/x", name), info), nullptr) << name;
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(std::count(names.begin(), names.end(), names[i]), 1)
+        << names[i] << " twice in the table";
+    EXPECT_NE(MakeHandler(Route("/x", names[i]), info), nullptr) << names[i];
   }
   RouteConfig unknown;
   unknown.path = "/x";
