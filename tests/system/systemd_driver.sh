@@ -235,7 +235,7 @@ systemctl reload gearbox || fail "reload after restoring the config"
 say "  refused, still active and serving threadpool"
 
 # --- a module and the postgres handler under the sandbox --------------------------
-say "a module (timerwait, built from gearbox-devel's example) and the postgres handler, every model"
+say "a module (timerwait, built from gearbox-devel's example), the postgres and the lua handler, every model"
 rpm -i --force-debian --nodeps /gbtest/gearbox-devel.rpm
 # EL's pkg-config searches /usr/lib64/pkgconfig; Debian's (this container) does not.
 export PKG_CONFIG_PATH=/usr/lib64/pkgconfig
@@ -244,7 +244,21 @@ cc -shared -fPIC $(pkg-config --cflags gearbox) /usr/share/gearbox/examples/time
   -o "$moduledir/libtimerwait.so" || fail "building the example against gearbox-devel"
 printf '\n[[module]]\nname = "timerwait"\npath = "%s/libtimerwait.so"\n[[route]]\npath = "/tw"\nhandler = "timerwait"\n' \
   "$moduledir" >> "$conf"
+# A Lua script whose hot loop LuaJIT compiles to machine code: the pages it
+# writes and then runs are why the unit has no MemoryDenyWriteExecute=.
+cat > /etc/gearbox/sandbox.lua <<'EOF'
+return function(req)
+  gearbox.sleep(0.002)
+  local s = 0
+  for i = 1, 1e6 do s = s + i % 7 end
+  return 200, "sum=" .. s .. " jit=" .. tostring(require("jit").status()) .. "\n"
+end
+EOF
 cat >> "$conf" <<'EOF'
+[[route]]
+path = "/lua"
+handler = "lua"
+script = "/etc/gearbox/sandbox.lua"
 [[route]]
 path = "/pg"
 handler = "postgres"
@@ -262,10 +276,12 @@ for model in prefork async threadpool; do
     [[ "$body" == "waited 20 ms" ]] || fail "[$model] $base/tw said '$body'"
     body=$(curl -sS --max-time 5 -f "$base/pg?n=41") || fail "[$model] GET $base/pg"
     [[ "$body" == '[{"n":42}]' ]] || fail "[$model] $base/pg said '$body'"
+    body=$(curl -sS --max-time 5 -f "$base/lua") || fail "[$model] GET $base/lua"
+    [[ "$body" == "sum=2999998 jit=true" ]] || fail "[$model] $base/lua said '$body'"
   done
-  check_no_sigsys "$model, a module and the postgres handler"
+  check_no_sigsys "$model, a module, the postgres and the lua handler"
 done
-say "  /tw and /pg answer through both sockets under every model (gearbox.service's sandbox)"
+say "  /tw, /pg and /lua (JIT on) answer through both sockets under every model (gearbox.service's sandbox)"
 cp /root/gearbox.toml.good "$conf"
 systemctl reload gearbox || fail "reload without the module"
 wait_for "[[ \$(status_model $http) == threadpool ]]" 10 || fail "not back to threadpool"

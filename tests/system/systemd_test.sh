@@ -18,9 +18,10 @@
 # keeps the old one; five `systemctl restart`s (into rotating models) under wrk
 # GETs and POSTs through nginx lose no request; stop is clean and the next
 # connection re-activates. The unit runs with a drop-in that turns its system call
-# filter's EPERM into the kill action (proved by a chroot() canary), with a module
-# and the postgres handler (a throwaway cluster) served under every model: a
-# system call gearboxd needs beyond @system-service fails the test.
+# filter's EPERM into the kill action (proved by a chroot() canary), with a module,
+# the postgres handler (a throwaway cluster) and a Lua script (LuaJIT compiling its
+# hot loop) served under every model: a system call gearboxd needs beyond
+# @system-service fails the test.
 #
 # It is systemd 252 (EL9's), not EL8's 239, which logs and ignores the unit's
 # newer sandbox settings (see the comment in gearbox.service).
