@@ -52,18 +52,21 @@ trap 'exit 124' TERM INT
 find_gearboxd
 
 conf=$pkg/config/gearbox.toml
+# The path = of each [[route]] table in `gearboxd -p` output, one per line
+# (other tables have path keys too: [lua] path).
+route_paths() { awk '/^\[\[route\]\]$/ { r = 1; next } /^\[/ { r = 0 } r && sub(/^path = "/, "") { sub(/"$/, ""); print }'; }
 service=$pkg/systemd/gearbox.service
 
 # --- 1 -------------------------------------------------------------------------------
 say "gearboxd -t -c packaging/config/gearbox.toml"
 "$GEARBOXD" -t -c "$conf" || fail "the packaged config is invalid"
-routes=$("$GEARBOXD" -p -c "$conf" | sed -n 's/^path = "\(.*\)"$/\1/p' | tr '\n' ' ')
+routes=$("$GEARBOXD" -p -c "$conf" | route_paths | tr '\n' ' ')
 say "  routes: $routes"
 [[ "$routes" == "/hello /status " ]] || fail "the packaged config serves $routes(want /hello /status only)"
 # The recipe in the file's comment: every demo route, uncommented.
 sed 's/^#\([^ #]\)/\1/' "$conf" > "$work/demo.toml"
 "$GEARBOXD" -t -c "$work/demo.toml" > /dev/null || fail "the commented demo routes do not parse once uncommented"
-routes=$("$GEARBOXD" -p -c "$work/demo.toml" | sed -n 's/^path = "\(.*\)"$/\1/p' | tr '\n' ' ')
+routes=$("$GEARBOXD" -p -c "$work/demo.toml" | route_paths | tr '\n' ' ')
 [[ "$routes" == "/hello /status /sleep /echo /burn " ]] || fail "uncommented, the demo routes are $routes"
 say "  uncommented as documented: $routes"
 
@@ -155,7 +158,7 @@ if [[ "$help_opts" != "$man_opts" ]]; then
 fi
 say "  options: ${help_opts//$'\n'/ }"
 # --help names the embedded config's routes: exactly those `gearboxd -p` prints.
-embedded=$("$GEARBOXD" -p | sed -n 's/^path = "\(.*\)"$/\1/p' | sort | tr '\n' ' ')
+embedded=$("$GEARBOXD" -p | route_paths | sort | tr '\n' ' ')
 help_routes=$("$GEARBOXD" --help | sed -n '/-c, --config/,/-t, --test/p' | grep -o '/[a-z]*' | sort |
   tr '\n' ' ')
 [[ "$help_routes" == "$embedded" ]] ||
