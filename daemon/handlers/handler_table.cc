@@ -34,7 +34,7 @@ std::string CheckScriptParam(std::string_view value) {
 
 // A row's parameters are written in the row. A row with more than kMaxParams
 // does not compile ("too many initializers"): raise it then.
-constexpr size_t kMaxParams = 8;
+constexpr size_t kMaxParams = 10;
 constexpr bool kFaultTestOnly = true;
 
 struct HandlerKind {
@@ -90,6 +90,8 @@ constexpr HandlerKind kHandlerTable[] = {
                          "How long opening a connection may take (wins over "
                          "the dsn's)",
                          &postgres::CheckConnectTimeout),
+      IntParam("pipeline", 4, 1, 64,
+               "Queries one connection carries at once (async, libpq >= 14)"),
       CheckedStringParam("int8", "number",
                          "int8 and numeric as JSON \"number\" or \"string\" "
                          "(exact past 2^53)",

@@ -62,7 +62,8 @@ class PostgresHandler final : public Handler {
   PostgresHandler(const RouteConfig& route, const ServerInfo& info)
       : pool_(route.params.Text("dsn"),
               postgres::RedactConninfo(route.params.Text("dsn")), route.path,
-              static_cast<int>(route.params.Int("pool")), info.home),
+              static_cast<int>(route.params.Int("pool")), info.home,
+              static_cast<int>(route.params.Int("pipeline"))),
         params_(route.params.List("params")) {
     route_.query = route.params.Text("query");
     route_.max_rows = route.params.Int("max_rows");

@@ -2,7 +2,7 @@
 """pg_cost.py: what a postgres lookup costs gearboxd against /hello, in one run.
 
   tests/bench/pg_cost.py [--gearboxd PATH[,PATH2]] [--rounds N] [--secs S]
-                         [--conns C] [--pool P]
+                         [--conns C] [--pool P] [--pipeline N]
 
 Starts a throwaway PostgreSQL cluster (bench_servers.Postgres: 100,000 rows,
 unix socket) and one gearboxd per binary (async, 1 loop) serving /hello and
@@ -29,7 +29,7 @@ import bench_servers as bs  # noqa: E402
 PROFILE = os.path.join(bs.HERE, "profile.sh")
 
 
-def config(port, pg_dir, pool):
+def config(port, pg_dir, pool, pipeline=None):
     dsn = f"host={pg_dir} dbname=postgres user=postgres"
     return f"""[server]
 model = "async"
@@ -52,7 +52,7 @@ dsn = "{dsn}"
 query = "SELECT id, v FROM bench_rows WHERE id = $1::int"
 params = ["id"]
 pool = {pool}
-"""
+""" + (f"pipeline = {pipeline}\n" if pipeline else "")
 
 
 def profile(pid, url, conns, secs):
@@ -75,6 +75,8 @@ def main():
     ap.add_argument("--secs", type=int, default=3)
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--pool", type=int, default=16)
+    ap.add_argument("--pipeline", type=int, default=None,
+                    help="the route's pipeline key (default: the binary's default)")
     a = ap.parse_args()
     binaries = a.gearboxd.split(",")
     work = tempfile.mkdtemp(prefix="gearbox-pgcost.")
@@ -88,7 +90,7 @@ def main():
             port = bs.free_port()
             path = os.path.join(work, f"g{i}.toml")
             with open(path, "w") as f:
-                f.write(config(port, pg.dir, a.pool))
+                f.write(config(port, pg.dir, a.pool, a.pipeline))
             logf = open(os.path.join(work, f"g{i}.log"), "w")
             p = subprocess.Popen([binary, "-c", path], stdout=logf, stderr=subprocess.STDOUT)
             bs.STARTED.append(p)

@@ -248,3 +248,96 @@ check_rlimit() {  # BASE LOG MODEL
   limit_fds
   wait "$bg"
 }
+
+pipeline_routes() {  # async's pipelined routes (one connection, 8 deep)
+  local dsn="host=$work user=postgres dbname=postgres"
+  cat <<EOT
+[[route]]
+path = "/pipe"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT 100 / \$1::int AS q, pg_sleep(\$2::float8)::text AS pipe_query"
+params = ["d", "s"]
+pool = 1
+pipeline = 8
+[[route]]
+path = "/pipeslow"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT \$1::int AS n, pg_sleep(\$2::float8)::text AS pipeslow_query"
+params = ["n", "s"]
+pool = 1
+pipeline = 8
+timeout = "2s"
+EOT
+}
+
+# Running queries whose text contains $1 that started at least $2 ago.
+running_for() {
+  sql "SELECT count(*) FROM pg_stat_activity WHERE state = 'active'
+         AND query LIKE '%$1%' AND now() - query_start >= interval '$2'
+         AND pid <> pg_backend_pid()"
+}
+
+# GETs PATHS at once after FIRST has run on the server for AGE; prints one
+# "path status body" line per request, FIRST's first.
+pipeline_burst() {  # PORT FIRST MARKER AGE PATHS...
+  python3 - "$@" <<'EOT'
+import http.client, subprocess, sys, threading, time
+port, first, marker, age, paths = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+out = {}
+def get(path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", path)
+    r = c.getresponse()
+    out[path] = (r.status, r.read().decode().strip())
+t0 = threading.Thread(target=get, args=(first,)); t0.start()
+while True:  # FIRST holds the one connection: the rest ride behind it
+    n = subprocess.run(["bash", "-c", f"running_for {marker} '{age}'"], capture_output=True, text=True).stdout
+    if n.strip() == "1": break
+    time.sleep(0.02)
+ts = [threading.Thread(target=get, args=(p,)) for p in paths]
+for t in ts: t.start()
+for t in [t0] + ts: t.join()
+for p in [first] + paths: print(p, *out[p])
+EOT
+}
+
+check_pipeline() {  # PORT LOG
+  export -f running_for sql
+  export work
+  local out
+  # One failing query (division by zero: 22012) among good ones on one
+  # pipelined connection fails only its own exchange.
+  out=$(pipeline_burst "$1" "/pipe?d=1&s=0.5" pipe_query 0 \
+    "/pipe?d=2&s=0" "/pipe?d=4&s=0" "/pipe?d=0&s=0" "/pipe?d=5&s=0" "/pipe?d=10&s=0")
+  say "  pipeline with a failing query: $(tr '\n' ';' <<<"$out")"
+  python3 - "$out" <<'EOT' || fail "pipeline with a failing query: $out"
+import json, sys
+got = {l.split(" ", 2)[0]: (int(l.split(" ", 2)[1]), l.split(" ", 2)[2]) for l in sys.argv[1].splitlines()}
+for d in (1, 2, 4, 5, 10):
+    path = [p for p in got if p.startswith(f"/pipe?d={d}&")][0]
+    status, body = got[path]
+    assert status == 200 and json.loads(body)[0]["q"] == 100 // d, (path, status, body)
+assert got["/pipe?d=0&s=0"] == (400, '{"error":"invalid parameter","sqlstate":"22012"}'), got
+EOT
+  # A query past the route's timeout (2 s) with others behind it: it gets
+  # 504 and its result is dropped when it comes (no cancel: that would hit
+  # whichever query runs then); the ones behind, sent once it has run 1 s
+  # (so within their own 2 s), are answered.
+  out=$(pipeline_burst "$1" "/pipeslow?n=0&s=2.3" pipeslow_query "1 second" \
+    "/pipeslow?n=1&s=0" "/pipeslow?n=2&s=0" "/pipeslow?n=3&s=0")
+  say "  pipeline behind a timed-out query: $(tr '\n' ';' <<<"$out")"
+  python3 - "$out" <<'EOT' || fail "pipeline behind a timed-out query: $out"
+import sys
+got = [l.split(" ", 2) for l in sys.argv[1].splitlines()]
+assert got[0][1] == "504", got
+for path, status, body in got[1:]:
+    n = path.split("n=")[1].split("&")[0]
+    assert status == "200" and body == f'[{{"n":{n},"pipeslow_query":""}}]', got
+EOT
+  if grep -q 'event=postgres_cancelled route=/pipeslow' "$2"; then
+    fail "a timed-out query with others behind it was cancelled"
+  fi
+  expect "http://127.0.0.1:$1/pipeslow?n=7&s=0" 200 '[{"n":7,"pipeslow_query":""}]'
+}

@@ -241,6 +241,7 @@ dsn = "host=$work user=app dbname=postgres passfile=$work/no-such-file"
 query = "SELECT current_user AS who"
 EOF
   answers_routes >>"$3"
+  if [[ $1 == async ]]; then pipeline_routes >>"$3"; fi
 }
 
 # Running queries whose text contains $1 (other than the asking one).
@@ -438,7 +439,11 @@ for model in $MODELS; do
   say "  504 past the timeout, query cancelled ok"
   check_client_close "$base"
   say "  client close cancels the query ok"
-  if [[ $model == async ]]; then check_async_concurrency "$port"; fi
+  if [[ $model == async ]]; then
+    check_async_concurrency "$port"
+    check_pipeline "$port" "$log"
+    say "  pipelines: a failing query, a timed-out one, the others answered ok"
+  fi
   check_server_stop "$base" "$port"
   say "  database stop: quick 502s, daemon up; restart: served again ok"
   stop_pid "$gpid" TERM

@@ -14,14 +14,6 @@
 namespace gearbox::postgres {
 namespace {
 
-// Each connection prepares its route's one statement under this name.
-constexpr char kStatement[] = "gearbox";
-
-// A wait the exchange does not bound itself: the request deadline (the
-// connection state machine's) ends it first.
-constexpr std::chrono::microseconds kUntilRequestDeadline =
-    std::chrono::hours(24 * 365);
-
 struct ResultFree {
   void operator()(PGresult* r) const { PQclear(r); }
 };
@@ -29,7 +21,8 @@ using Result = std::unique_ptr<PGresult, ResultFree>;
 
 const char* PhaseName(int phase) {
   static constexpr const char* kNames[] = {
-      "acquire", "wait_pool", "connect", "check_budget", "prepare", "execute"};
+      "acquire", "wait_pool", "connect", "check_budget",
+      "prepare", "execute",   "execute"};  // a segment runs the execute
   return kNames[phase];
 }
 
@@ -55,6 +48,8 @@ PgExchange::~PgExchange() {
   StopWaiting();
   GiveBack();
   if (result_) PQclear(result_);
+  if (prepare_error_) PQclear(prepare_error_);
+  if (wake_ != -1) pool_->home()->FreeWake(wake_);
 }
 
 Step PgExchange::Resume(const Wake& wake, Response& response) {
@@ -71,12 +66,15 @@ Step PgExchange::Resume(const Wake& wake, Response& response) {
       PgSlot* handed = waiter_.handed;
       waiter_.handed = nullptr;
       StopWaiting();
-      if (!handed) return Acquire(response);
+      // A pipelined connection handed over may have broken since.
+      if (!handed || !handed->conn) return Acquire(response);
       slot_ = handed;
-      return NextCommand(response);
+      return slot_->pipelined ? SendSegment(response) : NextCommand(response);
     }
     case Phase::kConnect:
       return Connect(response);
+    case Phase::kSegment:
+      return AwaitSegment(wake, response);
     default:
       return Pump(wake, response);
   }
@@ -95,7 +93,9 @@ Step PgExchange::Acquire(Response& response) {
   slot_ = lease.slot;
   switch (lease.outcome) {
     case PgPool::Outcome::kIdle:
-      return NextCommand(response);
+      return slot_->pipelined ? SendSegment(response) : NextCommand(response);
+    case PgPool::Outcome::kJoin:
+      return SendSegment(response);
     case PgPool::Outcome::kConnect:
       phase_ = Phase::kConnect;
       connect_deadline_ = now + route_->connect_timeout;
@@ -134,6 +134,7 @@ Step PgExchange::Connect(Response& response) {
   }
   if (PQsetnonblocking(slot_->conn, 1) != 0) return Broken(response);
   pool_->Connected(slot_);
+  if (slot_->pipelined) return SendSegment(response);
   if (route_->check_budget) {
     route_->check_budget = false;
     phase_ = Phase::kCheckBudget;
@@ -273,8 +274,14 @@ bool FirstInProcess(const std::string& route) {
 }
 
 Step PgExchange::CheckedBudget(const PGresult* result, Response& response) {
-  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 &&
-      FirstInProcess(pool_->route())) {
+  LogBudget(result);
+  return NextCommand(response);
+}
+
+void PgExchange::LogBudget(const PGresult* result) {
+  const ExecStatusType status = PQresultStatus(result);
+  if ((status == PGRES_TUPLES_OK || status == PGRES_SINGLE_TUPLE) &&
+      PQntuples(result) == 1 && FirstInProcess(pool_->route())) {
     const int server_max = atoi(PQgetvalue(result, 0, 0));
     if (route_->connections_max > server_max) {
       LogWarn("postgres_budget_exceeded",
@@ -288,12 +295,18 @@ Step PgExchange::CheckedBudget(const PGresult* result, Response& response) {
               LogQuote(pool_->route()), route_->connections_max, server_max);
     }
   }
-  return NextCommand(response);
 }
 
 // The route's SQL is at fault (the same on every request): logged with the
 // SQL once per connection, not once per request.
 Step PgExchange::PrepareFailed(const PGresult* result, Response& response) {
+  LogPrepareFailure(result);
+  GiveBack();
+  Answer(response, kPrepareFailed, Sqlstate(result));
+  return Step::Done();
+}
+
+void PgExchange::LogPrepareFailure(const PGresult* result) {
   const std::string sqlstate = Sqlstate(result);
   if (!slot_->prepare_failure_logged) {
     slot_->prepare_failure_logged = true;
@@ -302,9 +315,6 @@ Step PgExchange::PrepareFailed(const PGresult* result, Response& response) {
              LogQuote(ServerMessage(result, slot_->conn)),
              LogQuote(route_->query));
   }
-  GiveBack();
-  Answer(response, kPrepareFailed, sqlstate);
-  return Step::Done();
 }
 
 Step PgExchange::QueryFailed(const PGresult* result, Response& response) {
@@ -314,7 +324,7 @@ Step PgExchange::QueryFailed(const PGresult* result, Response& response) {
           "route={} phase={} sqlstate={} status={} error={}",
           LogQuote(pool_->route()), PhaseName(static_cast<int>(phase_)),
           sqlstate.empty() ? "none" : sqlstate, answer.status,
-          LogQuote(ServerMessage(result, slot_->conn)));
+          LogQuote(ServerMessage(result, slot_ ? slot_->conn : nullptr)));
   GiveBack();  // a connection the error broke (57P01: shutdown) is dropped
   Answer(response, answer, sqlstate);
   return Step::Done();
@@ -365,6 +375,7 @@ Step PgExchange::WaitSocket(uint8_t events, Response& response) {
 void PgExchange::StopWaiting() { pool_->Dequeue(&waiter_); }
 
 void PgExchange::GiveBack() {
+  if (phase_ == Phase::kSegment) return Abandon();
   if (!slot_) return;
   const bool fit = !in_query_ && phase_ != Phase::kConnect &&
                    PQstatus(slot_->conn) == CONNECTION_OK;

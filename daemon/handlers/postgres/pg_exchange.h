@@ -13,6 +13,7 @@
 
 #include <postgresql/libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@
 #include "daemon/handlers/postgres/pg_pool.h"
 
 namespace gearbox::postgres {
+
+// Each connection prepares its route's one statement under this name.
+inline constexpr char kStatement[] = "gearbox";
+
+// A wait the exchange does not bound itself: the request deadline (the
+// connection state machine's) ends it first.
+inline constexpr std::chrono::microseconds kUntilRequestDeadline =
+    std::chrono::hours(24 * 365);
 
 // What every exchange of one route (on one worker) reads: owned by the
 // route's handler instance, which outlives its exchanges.
@@ -37,7 +46,7 @@ struct PgRoute {
   JsonOptions json;
 };
 
-class PgExchange final : public Exchange {
+class PgExchange final : public Exchange, private PgSegment {
  public:
   PgExchange(PgPool* pool, PgRoute* route, std::vector<std::string> values);
   // Before the exchange is done (its deadline passed, its client closed):
@@ -52,7 +61,8 @@ class PgExchange final : public Exchange {
     kConnect,
     kCheckBudget,
     kPrepare,
-    kExecute
+    kExecute,
+    kSegment,  // pipelined: its commands are on the wire (pg_segment.cc)
   };
   Step Acquire(Response& response);
   Step Connect(Response& response);
@@ -65,7 +75,9 @@ class PgExchange final : public Exchange {
   bool Take(PGresult* result);
   Step Finish(Response& response);
   Step CheckedBudget(const PGresult* result, Response& response);
+  void LogBudget(const PGresult* result);
   Step PrepareFailed(const PGresult* result, Response& response);
+  void LogPrepareFailure(const PGresult* result);  // once per connection
   Step QueryFailed(const PGresult* result, Response& response);
   Step TooLarge(Response& response);
   Step Broken(Response& response);
@@ -75,6 +87,22 @@ class PgExchange final : public Exchange {
   // Gives the slot back: cancels a query on the wire and closes its
   // connection, or returns an idle one to the pool.
   void GiveBack();
+
+  // The pipelined path (pg_segment.cc), on a watched connection in pipeline
+  // mode: the exchange sends its commands and a sync point, then waits on a
+  // wake of its own; the connection's reader (PgPool::Drain) feeds it its
+  // results and wakes it at its sync point.
+  Step SendSegment(Response& response);
+  Step AwaitSegment(const Wake& wake, Response& response);
+  Step SegmentDone(Response& response);
+  void OnResult(PGresult* result) override;
+  void OnCommandEnd() override;
+  void OnSync() override;
+  void OnLost() override;
+  // Gone before its sync point: alone on the connection, the query is
+  // cancelled and the connection closed; behind or before others, its
+  // results are dropped as they come.
+  void Abandon();
 
   PgPool* const pool_;
   PgRoute* const route_;
@@ -89,6 +117,15 @@ class PgExchange final : public Exchange {
   PGresult* result_ = nullptr;  // the command's first non-row result
   RowWriter rows_;              // the execute's rows, into body_
   std::string body_;
+  // Pipelined: the segment's commands, the one whose results come now.
+  Phase commands_[3] = {};
+  uint8_t ncommands_ = 0;
+  uint8_t command_ = 0;
+  int wake_ = -1;                      // WorkerHome::NewWake
+  bool on_wire_ = false;               // in its connection's inflight
+  bool synced_ = false;                // its sync point came
+  bool lost_ = false;                  // its connection broke first
+  PGresult* prepare_error_ = nullptr;  // the segment's prepare failed
 };
 
 }  // namespace gearbox::postgres

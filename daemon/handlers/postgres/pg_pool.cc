@@ -28,13 +28,14 @@ std::string ErrorMessage(const PGconn* conn) {
 }
 
 PgPool::PgPool(std::string dsn, std::string shown_dsn, std::string route,
-               int size, WorkerHome* home)
+               int size, WorkerHome* home, int pipeline)
     : dsn_(std::move(dsn)),
       shown_dsn_(std::move(shown_dsn)),
       route_(std::move(route)),
       slots_(static_cast<size_t>(size)),
       own_home_(home ? nullptr : std::make_unique<WorkerHome>()),
-      home_(home ? home : own_home_.get()) {
+      home_(home ? home : own_home_.get()),
+      pipeline_(static_cast<size_t>(pipeline)) {
   for (PgSlot& slot : slots_) slot.pool = this;
 }
 
@@ -71,8 +72,20 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
     }
     if (slot.state == PgSlot::State::kEmpty && !empty) empty = &slot;
   }
-  if (!empty) return {Outcome::kFull};
-  if (now < retry_at_) return {Outcome::kBackoff};
+  if (!empty || now < retry_at_) {
+    // Every connection is busy (or none may be opened yet): ride on the
+    // least loaded pipelined one with room.
+    PgSlot* join = nullptr;
+    for (PgSlot& slot : slots_) {
+      if (slot.pipelined && !slot.inflight.empty() &&
+          slot.inflight.size() < pipeline_ &&
+          (!join || slot.inflight.size() < join->inflight.size())) {
+        join = &slot;
+      }
+    }
+    if (join) return {Outcome::kJoin, join};
+    return {empty ? Outcome::kBackoff : Outcome::kFull};
+  }
   // The dsn first, expanded; the later keywords override it: JSON wants
   // UTF-8 whatever the server's encoding.
   const char* keywords[] = {"dbname", "client_encoding",
@@ -103,11 +116,13 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
 
 void PgPool::Release(PgSlot* slot) {
   if (WakeFirst(slot)) return;  // stays kInUse: the waiter's now
-  slot->state = PgSlot::State::kIdle;
+  if (slot->inflight.empty()) slot->state = PgSlot::State::kIdle;
 }
 
 void PgPool::Drop(PgSlot* slot) {
   Close(slot);
+  slot->pipelined = false;
+  slot->inflight.clear();
   slot->prepared = false;
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);
@@ -115,9 +130,10 @@ void PgPool::Drop(PgSlot* slot) {
 
 void PgPool::OnIdleReadable(void* arg) {
   auto* slot = static_cast<PgSlot*>(arg);
+  PgPool* pool = slot->pool;
+  if (!slot->inflight.empty()) return pool->Drain(slot);
   // In use: its exchange reads it (its waits ride on the same watch).
   if (slot->state != PgSlot::State::kIdle) return;
-  PgPool* pool = slot->pool;
   if (PQconsumeInput(slot->conn) && PQstatus(slot->conn) == CONNECTION_OK) {
     return;  // a notice, a parameter status: read, nothing to do
   }
@@ -132,6 +148,11 @@ void PgPool::Connected(PgSlot* slot) {
   if (!home_->Watch(slot->watched_fd, &PgPool::OnIdleReadable, slot)) {
     slot->watched_fd = -1;
   }
+#ifdef LIBPQ_HAS_PIPELINING
+  // Only a watched connection: its reader is the worker's dispatch, which
+  // serves every segment on it. A blocking worker runs one query at a time.
+  slot->pipelined = slot->watched_fd >= 0 && PQenterPipelineMode(slot->conn);
+#endif
   if (failures_ > 0) {
     LogInfo("postgres_reconnected", "route={} dsn={} after_failures={}",
             LogQuote(route_), LogQuote(shown_dsn_), failures_);

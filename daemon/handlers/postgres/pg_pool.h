@@ -27,6 +27,20 @@ using Clock = std::chrono::steady_clock;
 
 class PgPool;
 
+// One exchange's query on a pipelined connection (libpq's pipeline mode: its
+// commands, then a sync point): the connection's reader (PgPool::Drain)
+// hands it its results in order. Every call is on the worker's thread.
+class PgSegment {
+ public:
+  virtual void OnResult(PGresult* result) = 0;  // the callee owns it
+  virtual void OnCommandEnd() = 0;              // PQgetResult returned null
+  virtual void OnSync() = 0;  // its sync point: the segment is over
+  virtual void OnLost() = 0;  // the connection broke first
+
+ protected:
+  ~PgSegment() = default;
+};
+
 struct PgSlot {
   enum class State { kEmpty, kInUse, kIdle };
   State state = State::kEmpty;
@@ -37,6 +51,11 @@ struct PgSlot {
   // A failed prepare was logged (with the SQL) for this connection: later
   // ones on it are only answered, not logged again.
   bool prepare_failure_logged = false;
+  // In pipeline mode (a watched connection, libpq >= 14): segments on the
+  // wire, oldest first; null for one whose exchange went away (its results
+  // are read and dropped).
+  bool pipelined = false;
+  std::deque<PgSegment*> inflight;
 };
 
 // An exchange waiting for a connection (a member of the exchange).
@@ -50,14 +69,16 @@ class PgPool {
  public:
   // dsn goes to libpq as is; shown_dsn (redacted) goes to log lines. home:
   // the worker's (ServerInfo::home); null: one of the pool's own.
+  // pipeline: segments one pipelined connection carries at most.
   PgPool(std::string dsn, std::string shown_dsn, std::string route, int size,
-         WorkerHome* home);
+         WorkerHome* home, int pipeline = 1);
   ~PgPool();  // closes every connection (PQfinish)
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;
 
   enum class Outcome {
     kIdle,     // slot holds an open connection, ready for a query
+    kJoin,     // slot is pipelined and busy, with room for one more query
     kConnect,  // slot's connection is being opened: PQconnectPoll it
     kBackoff,  // the database failed recently and the retry is not due
     kFull,     // every slot is in use: Enqueue, wait on waiter.fd
@@ -75,8 +96,15 @@ class PgPool {
   // (unless backing off), else kFull.
   Lease Acquire(Clock::time_point now);
   // The caller's slot's connection is fit for another query: handed to the
-  // first waiter, else idle.
+  // first waiter, else idle (when no segment is on it).
   void Release(PgSlot* slot);
+  // A pipelined connection's socket turned readable: reads what came and
+  // hands each result to its segment; a segment that ends frees room for
+  // a waiter. A broken connection fails its segments (OnLost) and is dropped.
+  void Drain(PgSlot* slot);
+  // A connection that broke with segments on it: each OnLost, then Drop.
+  void FailPipeline(PgSlot* slot);
+  WorkerHome* home() const { return home_; }
   // The caller's slot's connection is closed (broken, or abandoned
   // mid-query): the slot is empty again, and the first waiter is woken
   // (without a slot: it calls Acquire again, and connects).
@@ -124,6 +152,7 @@ class PgPool {
   std::deque<PgWaiter*> waiters_;
   std::unique_ptr<WorkerHome> own_home_;  // when given none (unit tests)
   WorkerHome* const home_;
+  const size_t pipeline_;
   int failures_ = 0;  // consecutive failed connection attempts
   Clock::time_point retry_at_{};
   std::string last_error_;

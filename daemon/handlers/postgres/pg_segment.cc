@@ -1,0 +1,205 @@
+// PgExchange's pipelined path: on a connection in libpq's pipeline mode
+// several exchanges' segments are on the wire at once, each its commands and
+// a sync point (PQpipelineSync), so a failing query aborts only the rest of
+// its own segment. The connection's reader (PgPool::Drain) hands each result
+// to its segment; the exchange waits on a wake of its own meanwhile.
+#include "daemon/handlers/postgres/pg_cancel.h"
+#include "daemon/handlers/postgres/pg_exchange.h"
+#include "daemon/logging.h"
+
+namespace gearbox::postgres {
+
+Step PgExchange::SendSegment(Response& response) {
+  PGconn* conn = slot_->conn;
+  bool sent = true;
+  ncommands_ = 0;
+  command_ = 0;
+  if (route_->check_budget) {
+    route_->check_budget = false;
+    sent = PQsendQueryParams(conn, "SHOW max_connections", 0, nullptr, nullptr,
+                             nullptr, nullptr, 0);
+    commands_[ncommands_++] = Phase::kCheckBudget;
+  }
+  if (!slot_->prepared) {
+    // Later segments on this connection run it after this one prepared it.
+    sent = sent && PQsendPrepare(conn, kStatement, route_->query.c_str(),
+                                 route_->nparams, nullptr);
+    commands_[ncommands_++] = Phase::kPrepare;
+    slot_->prepared = true;
+  }
+  std::vector<const char*> values(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
+  sent = sent &&
+         PQsendQueryPrepared(conn, kStatement, route_->nparams, values.data(),
+                             nullptr, nullptr, 0) &&
+         PQpipelineSync(conn);
+  commands_[ncommands_++] = Phase::kExecute;
+  if (!sent) {
+    PgSlot* slot = slot_;
+    slot_ = nullptr;
+    pool_->FailPipeline(slot);  // the segments already on it fail too
+    return Fail(response, kConnectionLost);
+  }
+  const bool first = slot_->inflight.empty();
+  slot_->inflight.push_back(this);
+  on_wire_ = true;
+  phase_ = Phase::kSegment;
+  // Rows come one by one when this query is the one libpq reads first;
+  // otherwise the reader sets it when the query's turn comes.
+  if (first) PQsetSingleRowMode(conn);
+  rows_.Begin(&body_, route_->json);
+  wake_ = pool_->home()->NewWake();
+  const int left = PQflush(conn);
+  flushing_ = left > 0;
+  if (left < 0) {
+    pool_->FailPipeline(slot_);  // OnLost: answered below
+  }
+  return AwaitSegment(Wake{}, response);
+}
+
+Step PgExchange::AwaitSegment(const Wake& wake, Response& response) {
+  if (synced_ || lost_) return SegmentDone(response);
+  if (flushing_ &&
+      (wake.why == Wake::Why::kStart || wake.ready(0, kFdWritable))) {
+    const int left = PQflush(slot_->conn);
+    if (left < 0) {
+      pool_->FailPipeline(slot_);
+      return SegmentDone(response);
+    }
+    flushing_ = left > 0;
+  }
+  if (flushing_) {
+    // Rare (a segment larger than the socket's buffer): a writable wait of
+    // its own; what the server answers meanwhile is the reader's.
+    return Step::WaitFds({{PQsocket(slot_->conn), kFdWritable}},
+                         kUntilRequestDeadline);
+  }
+  if (wake_ == -1) return Fail(response, kNoResources);
+  return Step::WaitFds({{wake_, kFdReadable}}, kUntilRequestDeadline);
+}
+
+void PgExchange::OnResult(PGresult* result) {
+  const Phase command = commands_[command_];
+  const ExecStatusType status = PQresultStatus(result);
+  if (command == Phase::kExecute && !result_ &&
+      (status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK)) {
+    // Past a limit the rest is dropped as it comes: the connection carries
+    // other segments, so it is read to this one's end, not cut off.
+    if (!too_large_) {
+      rows_.Add(result);
+      too_large_ = rows_.rows() > route_->max_rows ||
+                   static_cast<int64_t>(body_.size()) > route_->max_bytes;
+      if (too_large_) {
+        LogWarn("postgres_result_too_large",
+                "route={} rows_read={} bytes={} max_rows={} max_bytes={}",
+                LogQuote(pool_->route()), rows_.rows(), body_.size(),
+                route_->max_rows, route_->max_bytes);
+        body_.clear();
+        body_.shrink_to_fit();
+        PQclear(result);
+        // Alone on the connection, the query is surely the backend's
+        // current one: cancelled, the connection closed, answered now.
+        if (slot_->inflight.size() == 1) {
+          synced_ = true;
+          Abandon();
+          pool_->home()->Signal(wake_);
+        }
+        return;
+      }
+    }
+    PQclear(result);
+    return;
+  }
+  if (!result_) {
+    result_ = result;
+  } else {
+    PQclear(result);
+  }
+}
+
+void PgExchange::OnCommandEnd() {
+  PGresult* result = result_;
+  result_ = nullptr;
+  const Phase command = commands_[command_];
+  if (command_ + 1 < ncommands_) ++command_;
+  if (command == Phase::kCheckBudget) {
+    if (result) LogBudget(result);
+    PQclear(result);
+  } else if (command == Phase::kPrepare) {
+    if (result && PQresultStatus(result) != PGRES_COMMAND_OK) {
+      slot_->prepared = false;
+      LogPrepareFailure(result);
+      prepare_error_ = result;
+    } else {
+      PQclear(result);
+    }
+  } else {
+    result_ = result;  // the execute's answer: an error or a command's
+  }
+}
+
+void PgExchange::OnSync() {
+  synced_ = true;
+  on_wire_ = false;
+  slot_ = nullptr;  // the reader decides what the connection does next
+  pool_->home()->Signal(wake_);
+}
+
+void PgExchange::OnLost() {
+  lost_ = true;
+  on_wire_ = false;
+  slot_ = nullptr;
+  if (wake_ != -1) pool_->home()->Signal(wake_);
+}
+
+Step PgExchange::SegmentDone(Response& response) {
+  phase_ = Phase::kExecute;  // for the log lines: what ran
+  if (lost_) {
+    LogWarn("postgres_connection_lost", "route={} phase=execute dsn={}",
+            LogQuote(pool_->route()), LogQuote(pool_->shown_dsn()));
+    return Fail(response, kConnectionLost);
+  }
+  if (prepare_error_) {
+    Answer(response, kPrepareFailed,
+           PQresultErrorField(prepare_error_, PG_DIAG_SQLSTATE)
+               ? PQresultErrorField(prepare_error_, PG_DIAG_SQLSTATE)
+               : "");
+    return Step::Done();
+  }
+  if (too_large_) return Fail(response, kResultTooLarge);
+  const ExecStatusType status =
+      result_ ? PQresultStatus(result_) : PGRES_TUPLES_OK;
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    return QueryFailed(result_, response);
+  }
+  rows_.End();
+  body_ += '\n';
+  response.status = 200;
+  response.content_type = "application/json";
+  response.body.swap(body_);
+  return Step::Done();
+}
+
+void PgExchange::Abandon() {
+  if (!on_wire_) return;
+  on_wire_ = false;
+  PgSlot* slot = slot_;
+  slot_ = nullptr;
+  for (PgSegment*& segment : slot->inflight) {
+    if (segment == static_cast<PgSegment*>(this)) segment = nullptr;
+  }
+  for (const PgSegment* segment : slot->inflight) {
+    if (segment) return;  // others ride on it: this one's results are dropped
+  }
+  // Nobody else waits on the connection: cancel the query and close it, as
+  // an exclusive exchange does.
+  const bool queued = CancelInBackground(slot->conn, pool_->route());
+  LogInfo("postgres_cancelled",
+          "route={} phase=execute backend_pid={} queued={}",
+          LogQuote(pool_->route()), PQbackendPID(slot->conn), queued);
+  slot->inflight.clear();
+  slot->state = PgSlot::State::kInUse;
+  pool_->Drop(slot);
+}
+
+}  // namespace gearbox::postgres
