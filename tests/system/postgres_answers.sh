@@ -130,6 +130,14 @@ check_timeout() {  # BASE LOG
     fail "the timed-out query still runs: $(sql "SELECT pid, state, query FROM pg_stat_activity WHERE query LIKE '%slow_query%'")"
 }
 
+twenty_ok() {  # URL: 20 requests in a row get 200
+  local code
+  for _ in $(seq 20); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$1")
+    [[ $code == 200 ]] || return 1
+  done
+}
+
 expect() {  # URL STATUS BODY: the answer is exactly that
   local code body
   code=$(curl -s -o "$work/body" -w '%{http_code}' "$1")

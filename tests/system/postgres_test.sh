@@ -361,14 +361,6 @@ EOF
     fail "not every worker served again within 10 s of the restart"
 }
 
-twenty_ok() {  # URL: 20 requests in a row get 200
-  local code
-  for _ in $(seq 20); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "$1")
-    [[ $code == 200 ]] || return 1
-  done
-}
-
 check_async_concurrency() {  # PORT
   local out
   out=$(python3 "$load" burst "$1" "/sleep?s=0.05" 100)
