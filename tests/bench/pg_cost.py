@@ -80,8 +80,7 @@ def main():
     a = ap.parse_args()
     binaries = a.gearboxd.split(",")
     work = tempfile.mkdtemp(prefix="gearbox-pgcost.")
-    if os.geteuid() == 0:
-        shutil.chown(work, "postgres", "postgres")
+    os.chmod(work, 0o755)  # the postgres user and nginx's worker reach in
     pg = bs.Postgres(work, work)
     daemons = []
     try:
