@@ -111,14 +111,7 @@ std::string LuaRoute(const std::string& path, const std::string& script,
 
 size_t WaitForLog(const Daemon& daemon, const std::string& text,
                   Millis timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const size_t at = daemon.Log().find(text);
-    if (at != std::string::npos || std::chrono::steady_clock::now() >= until) {
-      return at;
-    }
-    std::this_thread::sleep_for(Millis(20));
-  }
+  return WaitForLog(daemon, std::string_view(text), timeout).find(text);
 }
 
 int LineOf(const std::string& script, const std::string& text) {

@@ -39,7 +39,9 @@ class LuaLeakTest : public ModuleTest {
 
   // Each worker publishes lua_kib after a full collection at the end of a
   // request, at most once a second: wait that second out, then give every
-  // worker requests until each figure is fresh.
+  // worker requests until each figure is fresh. The second is the daemon's
+  // rate limit, and nothing shows when a figure was last published: there
+  // is no condition to wait on.
   std::map<int, long> SettledLuaKib() {
     std::this_thread::sleep_for(Millis(1100));
     for (int i = 0; i < 16 * kWorkers; ++i) {
@@ -82,7 +84,15 @@ void OneOfTheMix(int port, int backend, int i) {
                          : "/app?do=tcp&line=hang&timeout=500&port=" +
                                std::to_string(backend);
         EXPECT_TRUE(c.Send(GetRequest(target)));
-        std::this_thread::sleep_for(Millis(20));
+        // Mid-wait once the worker has read the request: its end of the
+        // socket has nothing unread.
+        const TcpPorts ports = PortsOf(c.fd());
+        EXPECT_TRUE(WaitUntil(
+            [&] {
+              std::optional<TcpSocket> end = ServerEnd(ports);
+              return end && end->rx_queue == 0;
+            },
+            Millis(5000)));
         break;  // closed here, mid-wait
       }
       [[fallthrough]];

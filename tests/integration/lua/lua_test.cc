@@ -212,6 +212,11 @@ TEST_F(LuaTest, ReloadPicksUpAnEditedScript) {
   ASSERT_NO_FATAL_FAILURE(
       StartWith(ModelSections(kWorkers) + LuaRoute("/v", script)));
   EXPECT_EQ(Get("/v").body, "version 1\n");
+  // Every worker has loaded version 1 (prefork: every child is up, asleep in
+  // its accept loop) before the edit: a child still starting would load the
+  // broken one.
+  ASSERT_TRUE(
+      WaitUntil([&] { return ChildrenWaiting(daemon_->pid()); }, Millis(5000)));
   // A broken edit: the reload fails, the old generation keeps serving.
   std::ofstream(script)
       << "return function() return 200, 'version 2\\n' end end\n";
