@@ -12,6 +12,7 @@
 
 #include "config/model_sections.h"
 #include "config/params.h"
+#include "config/route_pattern.h"
 
 namespace gearbox {
 
@@ -91,11 +92,15 @@ struct ModuleConfig {
   SourcePosition path_at;  // of the path value: load errors point here
 };
 
-// One [[route]]: an exact path mapped to a handler with its parameters. The
+// One [[route]]: a path pattern (and optionally methods) mapped to a handler
+// with its parameters. The
 // keys every route has are fields here (path, handler); the handler's own keys
 // are in params, checked against its schema (config/params.h).
 struct RouteConfig {
-  std::string path;
+  std::string path;      // the pattern as written
+  RoutePattern pattern;  // path, parsed (config/route_pattern.h)
+  // The methods it serves, as written (GET implies HEAD); empty: any.
+  std::vector<std::string> methods;
   std::string handler;  // a row of the handler table, or a [[module]] name
   // The route's deadline, handler start to response complete; unset:
   // [limits] request_timeout. A route-level key, not a handler parameter:
@@ -109,7 +114,12 @@ struct RouteConfig {
   bool module = false;        // handler names a [[module]]
   SourcePosition where;       // of the [[route]] table, for errors found later
   SourcePosition handler_at;  // of the handler value
+  SourcePosition path_at;     // of the path value: conflicts point here
 };
+
+// How a route is named in messages, -p and metrics: its pattern, after its
+// methods when it has some ("GET,POST /items/{id}").
+std::string RouteDisplay(const RouteConfig& route);
 
 // The model sections (threadpool, prefork, async) are the base's.
 struct Config : ModelSections {

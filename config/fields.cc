@@ -200,23 +200,6 @@ Reader FileMode(uint32_t* out) {
   };
 }
 
-Reader RoutePath(std::string* out) {
-  return [=](const toml::node& node) -> std::optional<std::string> {
-    std::string text;
-    if (auto complaint = ReadString(node, &text)) return complaint;
-    if (text.empty() || text[0] != '/') {
-      return "path " + QuoteToml(text) + " must start with '/'";
-    }
-    if (HasControl(text) || text.find_first_of(" ?#") != text.npos) {
-      return "path " + QuoteToml(text) +
-             " must not contain spaces, '?', '#' or control characters "
-             "(routes match the exact path, without the query)";
-    }
-    *out = std::move(text);
-    return std::nullopt;
-  };
-}
-
 Reader HeaderValue(std::string* out) {
   return [=](const toml::node& node) -> std::optional<std::string> {
     std::string text;
@@ -415,22 +398,6 @@ Reader Param(const ParamSpec& spec, RouteParams* params) {
     if (!complaint) params->Set(spec.key, std::move(value), Position(node));
     return complaint;
   };
-}
-
-std::vector<Field> RouteKeyFields(RouteConfig* route) {
-  return {{"path", RoutePath(&route->path)},
-          {"handler",
-           [](const toml::node&) { return std::optional<std::string>(); }},
-          {"timeout", Dur(&route->timeout, Duration(1), kYear)}};
-}
-
-std::vector<Field> RouteFields(RouteConfig* route,
-                               const HandlerSchema& schema) {
-  std::vector<Field> fields = RouteKeyFields(route);
-  for (const ParamSpec& spec : schema.params) {
-    fields.push_back({spec.key, Param(spec, &route->params)});
-  }
-  return fields;
 }
 
 }  // namespace gearbox::config_internal

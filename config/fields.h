@@ -78,8 +78,14 @@ Reader Address(std::string* out);
 Reader SocketName(std::string* out);
 // Permission bits 0..0o777 (TOML octal 0o660, or decimal 432).
 Reader FileMode(uint32_t* out);
-// An exact request path: starts with '/', no '?', '#', spaces or control chars.
-Reader RoutePath(std::string* out);
+// A route's path pattern (config/route_pattern.h): starts with '/', no '?',
+// '#', spaces or control characters. Sets path and pattern.
+Reader RoutePath(RouteConfig* route);
+// A route's methods: a non-empty array of distinct method tokens.
+Reader Methods(std::vector<std::string>* out);
+// An array of strings; the complaint names the element.
+std::optional<std::string> StringList(const toml::node& node,
+                                      std::vector<std::string>* out);
 // A string safe to put in a response header (no control characters), non-empty.
 Reader HeaderValue(std::string* out);
 
@@ -122,7 +128,8 @@ std::vector<Field> ModuleFields(ModuleConfig* module);
 // (the module's create() checks it).
 Reader RawParam(std::string_view key, RouteParams* params);
 
-// The keys every [[route]] has, whatever its handler: path and handler.
+// The keys every [[route]] has, whatever its handler: path, methods, handler
+// and timeout (config/route_fields.cc).
 // handler is read by the caller first (it picks the schema); it is listed so
 // that it counts as known.
 std::vector<Field> RouteKeyFields(RouteConfig* route);

@@ -1,18 +1,21 @@
-// Exact-path routing: one Router per worker, built from its generation's
-// RouteSet on the worker's own thread (after fork in a prefork child), so
-// every handler instance belongs to exactly one worker.
+// Routing by pattern and method (Go 1.22 ServeMux semantics; patterns in
+// config/route_pattern.h, the request's path in daemon/routing/route_path.h):
+// one Router per worker, built from its generation's RouteSet on the worker's
+// own thread (after fork in a prefork child), so every handler instance
+// belongs to exactly one worker.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
 #include "daemon/handler.h"
 #include "daemon/handlers/handlers.h"
 #include "daemon/modules/modules.h"
+#include "daemon/routing/route_trie.h"
 
 namespace gearbox {
 
@@ -24,6 +27,8 @@ struct Route {
   // The id its figures are counted under: the route's index in the config,
   // or kOtherRoute (404s, "*", routes past the first kRouteSlots - 1).
   uint32_t id = static_cast<uint32_t>(kOtherRoute);
+  // The names of its pattern's wildcards in order ("" for a trailing '/').
+  std::vector<std::string> captures;
 };
 
 // How requests that match no counted route are shown.
@@ -38,39 +43,52 @@ class Router {
  public:
   // Makes a handler for every route: built-in ones from the handler table,
   // module ones from `modules` (their worker_init runs now). `worker` is the
-  // worker's index within its generation.
+  // worker's index within its generation. Compiles the patterns into one
+  // trie per method named and one for routes of any method.
   // `home` is the worker's (WorkerHome): null gives the handlers one of the
   // Router's own, without a driver (a blocking worker's).
   Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
          const Modules* modules = nullptr, int worker = 0,
          WorkerStats* slot = nullptr, WorkerHome* home = nullptr);
 
-  // The route for `path`, or the built-in 404 route; for "*" (OPTIONS *) an
-  // empty 200. Its handler is never null.
-  const Route& Match(std::string_view path) const;
-  // The handler Match() names. Never null.
-  Handler* Find(std::string_view path) const {
-    return Match(path).handler.get();
-  }
-  // Serves `path` with `handler` (replacing any), for handlers that do not
-  // come from a RouteConfig (tests). A new path's figures count under
-  // kOtherRoute: route ids follow the config.
+  // The route for `request` (its method and path), with the route's
+  // captures written to request.params: the most specific route that
+  // matches, or a built-in one: 404 when none matches, 405 with Allow when
+  // only routes of other methods do, 400 for a path gearbox refuses
+  // (route_path.h), an empty 200 for "*" (OPTIONS *). Its handler is never
+  // null. Allocates nothing (but a 405 for a new set of methods).
+  const Route& Match(Request& request) const;
+  // The handler Match() names for a GET of `path`. Never null.
+  Handler* Find(std::string_view path) const;
+  // Serves pattern `path` for any method with `handler` (replacing the
+  // handler of the same pattern), for handlers that do not come from a
+  // RouteConfig (tests). Its figures count under kOtherRoute: route ids
+  // follow the config.
   void Add(std::string path, std::unique_ptr<Handler> handler,
            Duration timeout = Duration(0));
   const ServerInfo& info() const { return info_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const {
-      return std::hash<std::string_view>{}(s);
-    }
+  struct MethodTrie {
+    std::string method;
+    RouteTrie trie;
   };
+  RouteTrie& TrieFor(std::string_view method);
+  const RouteTrie* FindTrie(std::string_view method) const;
+  void Compile(const RouteConfig& route, uint32_t index);
+  const Route& NotAllowed(std::string_view path) const;
+
   std::unique_ptr<WorkerHome> own_home_;  // outlives the handlers below
   ServerInfo info_;
-  std::unordered_map<std::string, Route, Hash, std::equal_to<>> routes_;
+  std::vector<Route> routes_;          // by index, config order first
+  std::vector<MethodTrie> by_method_;  // a route with methods is in each
+  RouteTrie any_method_;
   Route not_found_;
+  Route bad_path_;
   Route server_options_;
+  // 405 routes by their Allow value, made on first use (the worker's own).
+  mutable std::map<std::string, Route, std::less<>> not_allowed_;
+  mutable std::string allow_;
 };
 
 // What every worker of a generation builds its Router from: shared by the

@@ -174,7 +174,7 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
                               bool external, size_t& pos,
                               Clock::time_point now) {
   (void)view;
-  const Request& request = *env_->request;
+  Request& request = *env_->request;
   Response& response = *env_->response;
   // Asked before the handler runs: the answer is framed with the response.
   const bool announce_close =

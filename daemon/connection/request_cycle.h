@@ -80,13 +80,13 @@ inline void WaitEnds(RequestTiming& timing,
 // no less than X); marks the worker busy and the request in flight until
 // FinishRequest(). `ready_us` is when the connection was found ready (0 when
 // not measured); `request_timeout` applies to routes without a timeout of
-// their own.
+// their own. Routing writes the route's captures to `request`.
 inline std::unique_ptr<Exchange> BeginRequest(
-    const RequestCycle& cycle, const Request& request, uint64_t ready_us,
+    const RequestCycle& cycle, Request& request, uint64_t ready_us,
     std::chrono::microseconds request_timeout,
     std::chrono::steady_clock::time_point now, RequestTiming& timing) {
   WorkerStats& stats = *cycle.stats;
-  const Route& route = cycle.router->Match(request.path);
+  const Route& route = cycle.router->Match(request);
   timing = RequestTiming{};
   timing.route = route.id;
   timing.timeout = route.timeout.count() ? route.timeout : request_timeout;

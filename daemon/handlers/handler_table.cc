@@ -146,6 +146,14 @@ RouteConfig DefaultRoute(std::string path, std::string_view handler) {
     abort();
   }
   RouteConfig route;
+  if (!path.empty()) {  // "": a built-in answer (404, 405), never routed
+    auto pattern = ParsePattern(path);
+    if (auto* why = std::get_if<std::string>(&pattern)) {
+      fprintf(stderr, "DefaultRoute: %s: %s\n", path.c_str(), why->c_str());
+      abort();
+    }
+    route.pattern = std::get<RoutePattern>(std::move(pattern));
+  }
   route.path = std::move(path);
   route.handler = std::string(handler);
   route.params = DefaultParams(*schema);

@@ -71,7 +71,8 @@ std::span<const HandlerSchema> HandlerSchemas();
 std::unique_ptr<Handler> MakeHandler(const RouteConfig& route,
                                      const ServerInfo& info);
 
-// A route for handler at path with every parameter at its schema default
+// A route for handler at pattern `path` (aborts if malformed; "" for a
+// built-in answer that is never routed) with every parameter at its default
 // (for routes the daemon makes itself, such as the 404 route, and tests).
 // Aborts for a name not in the table.
 RouteConfig DefaultRoute(std::string path, std::string_view handler);

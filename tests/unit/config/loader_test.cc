@@ -460,11 +460,12 @@ TEST(LoaderErrorTest, UnknownKey) {
 TEST(LoaderErrorTest, ParamOfAnotherHandlerIsAnUnknownKey) {
   ExpectError("[[route]]\npath = \"/x\"\nhandler = \"text\"\nms = 5\n", 4, 1,
               "[[route]] #1 ms: unknown key for handler \"text\" (valid: path, "
+              "methods, "
               "handler, timeout, body, status, content_type)");
   ExpectError("[[route]]\nbody = \"x\"\npath = \"/x\"\nhandler = \"echo\"\n", 2,
               1,
               "[[route]] #1 body: unknown key for handler \"echo\" (valid: "
-              "path, handler, timeout)");
+              "path, methods, handler, timeout)");
 }
 
 TEST(LoaderErrorTest, PoolCeilingBelowTheMinimum) {
@@ -639,7 +640,65 @@ TEST(LoaderErrorTest, DuplicateRoute) {
   ExpectError(
       "[[route]]\npath = \"/a\"\nhandler = \"echo\"\n\n"
       "[[route]]\nhandler = \"echo\"\npath = \"/a\"\n",
-      7, 8, "[[route]] #2 path: duplicate route \"/a\" (first at line 2)");
+      7, 8,
+      "[[route]] #2 path: \"/a\" conflicts with [[route]] #1 \"/a\" (line 2, "
+      "column 8): duplicate route");
+}
+
+TEST(LoaderErrorTest, ConflictingRoutesNameBoth) {
+  ExpectError(
+      "[[route]]\npath = \"/posts/{id}\"\nhandler = \"echo\"\n"
+      "[[route]]\nhandler = \"echo\"\npath = \"/{resource}/latest\"\n",
+      6, 8,
+      "[[route]] #2 path: \"/{resource}/latest\" conflicts with [[route]] #1 "
+      "\"/posts/{id}\" (line 2, column 8): both match /posts/latest and "
+      "neither is more specific");
+  // Overlapping method sets on one pattern.
+  ExpectError(
+      "[[route]]\npath = \"/a\"\nmethods = [\"GET\", \"POST\"]\n"
+      "handler = \"echo\"\n"
+      "[[route]]\npath = \"/a\"\nmethods = [\"POST\"]\nhandler = \"echo\"\n",
+      6, 8,
+      "\"POST /a\" conflicts with [[route]] #1 \"GET,POST /a\" (line 2, "
+      "column 8): the same pattern with overlapping methods");
+  // Go's consequence: a method-restricted catch-all against a plain route.
+  ExpectError(
+      "[[route]]\npath = \"/index.html\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/\"\nmethods = [\"GET\"]\nhandler = \"echo\"\n",
+      5, 8, "both match /index.html and neither is more specific");
+}
+
+TEST(LoaderErrorTest, MalformedPatterns) {
+  for (const char* bad : {"/a/{", "/a/{x}{y}", "/a/{x...}/b"}) {
+    ExpectError(
+        "[[route]]\npath = \"" + std::string(bad) + "\"\nhandler = \"echo\"\n",
+        2, 8, "[[route]] #1 path: path \"" + std::string(bad) + "\": ");
+  }
+}
+
+TEST(LoaderErrorTest, BadMethods) {
+  ExpectError("[[route]]\npath = \"/a\"\nmethods = []\nhandler = \"echo\"\n", 3,
+              11, "[[route]] #1 methods: empty list");
+  ExpectError(
+      "[[route]]\npath = \"/a\"\nmethods = [\"GET\", \"G T\"]\n"
+      "handler = \"echo\"\n",
+      3, 11, "element 1: \"G T\" is not a method name");
+  ExpectError(
+      "[[route]]\npath = \"/a\"\nmethods = [\"GET\", \"GET\"]\n"
+      "handler = \"echo\"\n",
+      3, 11, "element 1: duplicate method \"GET\"");
+}
+
+TEST(LoaderTest, DisjointMethodsShareAPattern) {
+  const Config config = Load(
+      "[[route]]\npath = \"/a\"\nmethods = [\"GET\"]\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a\"\nmethods = [\"POST\"]\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a/{id}\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a/\"\nhandler = \"echo\"\n");
+  ASSERT_EQ(config.routes.size(), 4u);
+  EXPECT_EQ(config.routes[1].methods, std::vector<std::string>{"POST"});
+  EXPECT_EQ(RouteDisplay(config.routes[1]), "POST /a");
+  EXPECT_EQ(RouteDisplay(config.routes[2]), "/a/{id}");
 }
 
 TEST(LoaderErrorTest, DuplicateListener) {

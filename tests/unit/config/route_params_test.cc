@@ -108,13 +108,14 @@ TEST(RouteParamsTest, EveryTypeRead) {
 }
 
 TEST(RouteParamsTest, UnknownKeyListsTheRouteKeysAndTheSchema) {
-  EXPECT_EQ(Error(Route("gadget", "colour = 1\n")),
-            "g.toml:4:1: [[route]] #1 colour: unknown key for handler "
-            "\"gadget\" (valid: path, handler, timeout, size, limit, shiny, "
-            "label, mime)");
+  EXPECT_EQ(
+      Error(Route("gadget", "colour = 1\n")),
+      "g.toml:4:1: [[route]] #1 colour: unknown key for handler "
+      "\"gadget\" (valid: path, methods, handler, timeout, size, limit, shiny, "
+      "label, mime)");
   EXPECT_EQ(Error(Route("bare", "size = 1\n")),
             "g.toml:4:1: [[route]] #1 size: unknown key for handler \"bare\" "
-            "(valid: path, handler, timeout)");
+            "(valid: path, methods, handler, timeout)");
 }
 
 TEST(RouteParamsTest, WrongType) {
@@ -317,8 +318,8 @@ TEST(RouteParamsTest, CheckSchema) {
             "h: m: a header value needs a non-empty default");
   EXPECT_EQ(CheckSchema({"", "", {}}).value_or("ok"),
             "a handler schema without a name");
-  EXPECT_EQ(RouteKeys(),
-            (std::vector<std::string_view>{"path", "handler", "timeout"}));
+  EXPECT_EQ(RouteKeys(), (std::vector<std::string_view>{"path", "methods",
+                                                        "handler", "timeout"}));
 }
 
 }  // namespace
