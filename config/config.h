@@ -121,6 +121,11 @@ struct RouteConfig {
 // methods when it has some ("GET,POST /items/{id}").
 std::string RouteDisplay(const RouteConfig& route);
 
+// Indexes of `routes` with every route before those it is more specific
+// than: each comes as soon as every route more specific than it has, the
+// earliest in the config first (the order -p prints). O(n^2).
+std::vector<size_t> SpecificityOrder(const std::vector<RouteConfig>& routes);
+
 // The model sections (threadpool, prefork, async) are the base's.
 struct Config : ModelSections {
   std::string source = "<embedded>";  // file the config came from

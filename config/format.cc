@@ -57,8 +57,15 @@ void FormatRoute(const RouteConfig& r, const HandlerSchema* schema,
     out << "# " << r.handler << ": " << schema->doc << "\n";
   }
   out << "[[route]]\n"
-      << "path = " << QuoteToml(r.path) << "\n"
-      << "handler = " << QuoteToml(r.handler) << "\n";
+      << "path = " << QuoteToml(r.path) << "\n";
+  if (!r.methods.empty()) {
+    out << "methods = [";
+    for (size_t i = 0; i < r.methods.size(); ++i) {
+      out << (i ? ", " : "") << QuoteToml(r.methods[i]);
+    }
+    out << "]\n";
+  }
+  out << "handler = " << QuoteToml(r.handler) << "\n";
   if (r.timeout) out << "timeout = " << Dur(*r.timeout) << "\n";
   for (const RouteParam& param : r.params.entries()) {
     const ParamSpec* spec = schema ? schema->Find(param.key) : nullptr;
@@ -224,7 +231,13 @@ std::string FormatConfig(const Config& c,
         << "name = " << QuoteToml(m.name) << "\n"
         << "path = " << QuoteToml(m.path) << "\n";
   }
-  for (const RouteConfig& r : c.routes) {
+  if (c.routes.size() > 1) {
+    out << "\n# Routes, most specific first: each before every route it is "
+           "more "
+           "specific\n# than, otherwise in config order.\n";
+  }
+  for (size_t i : SpecificityOrder(c.routes)) {
+    const RouteConfig& r = c.routes[i];
     // A module that declares its keys is in `handlers` (its keys are shown
     // with their docs and defaults); another's keys are shown as written.
     FormatRoute(r, FindSchema(handlers, r.handler), out);

@@ -1,5 +1,7 @@
 // The keys every [[route]] has, whatever its handler.
 #include <algorithm>
+#include <functional>
+#include <queue>
 
 #include "config/fields.h"
 #include "config/internal.h"
@@ -82,6 +84,41 @@ std::string RouteDisplay(const RouteConfig& route) {
     text += (text.empty() ? "" : ",") + m;
   }
   return text.empty() ? route.path : text + " " + route.path;
+}
+
+// Kahn's topological sort, always taking the earliest route in config order
+// that no remaining route is more specific than.
+std::vector<size_t> SpecificityOrder(const std::vector<RouteConfig>& routes) {
+  const size_t n = routes.size();
+  std::vector<std::vector<size_t>> less_specific(n);  // i -> routes after i
+  std::vector<size_t> blockers(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      const Relation r = CompareRoutes(routes[i].pattern, routes[i].methods,
+                                       routes[j].pattern, routes[j].methods);
+      if (r == Relation::kMoreSpecific) {
+        less_specific[i].push_back(j);
+        ++blockers[j];
+      } else if (r == Relation::kMoreGeneral) {
+        less_specific[j].push_back(i);
+        ++blockers[i];
+      }
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (blockers[i] == 0) ready.push(i);
+  }
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t j : less_specific[i]) {
+      if (--blockers[j] == 0) ready.push(j);
+    }
+  }
+  return order;  // all n: "more specific" has no cycles
 }
 
 }  // namespace gearbox

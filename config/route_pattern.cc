@@ -261,6 +261,15 @@ Relation CompareMethods(std::span<const std::string> a,
   return shared ? Relation::kOverlaps : Relation::kDisjoint;
 }
 
+Relation CompareRoutes(const RoutePattern& a,
+                       std::span<const std::string> a_methods,
+                       const RoutePattern& b,
+                       std::span<const std::string> b_methods) {
+  const Relation methods = CompareMethods(a_methods, b_methods);
+  if (methods == Relation::kDisjoint) return methods;
+  return Combine(methods, ComparePaths(a, b));
+}
+
 std::optional<std::string> RouteConflict(
     const RoutePattern& a, std::span<const std::string> a_methods,
     const RoutePattern& b, std::span<const std::string> b_methods) {

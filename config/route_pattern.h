@@ -67,6 +67,12 @@ Relation ComparePaths(const RoutePattern& a, const RoutePattern& b);
 Relation CompareMethods(std::span<const std::string> a,
                         std::span<const std::string> b);
 
+// How the requests of two routes (pattern + methods) relate.
+Relation CompareRoutes(const RoutePattern& a,
+                       std::span<const std::string> a_methods,
+                       const RoutePattern& b,
+                       std::span<const std::string> b_methods);
+
 // Why two routes (pattern + methods) cannot both be configured, or nullopt
 // when one is more specific or they are disjoint. Go's rule, plus the
 // issue's for sets: two method sets on one pattern must be disjoint (or one

@@ -140,6 +140,8 @@ const Route& Router::Match(Request& request) const {
   request.param_count = 0;
   // Route paths start with '/' (the loader checks), so "*" is never a route.
   if (request.path == "*") return server_options_;
+  // No pattern matches a path without its leading '/' (the codecs send one).
+  if (request.path.empty() || request.path[0] != '/') return not_found_;
   const RoutePath path = CanonicalPath(request.path, request.decoded);
   if (!path.ok) return bad_path_;
   RouteTrie::Match match;
@@ -176,11 +178,11 @@ const Route& Router::NotAllowed(std::string_view path) const {
   return it->second;
 }
 
-Handler* Router::Find(std::string_view path) const {
+const Route& Router::Match(std::string_view path) const {
   Request request;
   request.method = "GET";
   request.SetTarget(path);
-  return Match(request).handler.get();
+  return Match(request);
 }
 
 void Router::Add(std::string path, std::unique_ptr<Handler> handler,

@@ -58,8 +58,12 @@ class Router {
   // (route_path.h), an empty 200 for "*" (OPTIONS *). Its handler is never
   // null. Allocates nothing (but a 405 for a new set of methods).
   const Route& Match(Request& request) const;
+  // Match() for a GET of `path` (tests).
+  const Route& Match(std::string_view path) const;
   // The handler Match() names for a GET of `path`. Never null.
-  Handler* Find(std::string_view path) const;
+  Handler* Find(std::string_view path) const {
+    return Match(path).handler.get();
+  }
   // Serves pattern `path` for any method with `handler` (replacing the
   // handler of the same pattern), for handlers that do not come from a
   // RouteConfig (tests). Its figures count under kOtherRoute: route ids

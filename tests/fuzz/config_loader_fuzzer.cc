@@ -8,8 +8,8 @@
 // Oracles, besides ASan/UBSan and "no exception escapes":
 //  - an error names a position inside the file (or none), and a message;
 //  - an accepted config satisfies what models and handlers rely on
-//    (listeners, valid addresses, unique route paths, every schema key present
-//    with its type and within its bounds, caps >= defaults);
+//    (listeners, valid addresses, routes that do not conflict, every schema key
+//    present with its type and within its bounds, caps >= defaults);
 //  - FormatConfig (--print-config) round-trips: its output loads again and
 //    formats to the same text;
 //  - ParseDuration(FormatDuration(d)) == d, and QuoteToml'd text reads back
@@ -80,7 +80,7 @@ void CheckParams(const HandlerSchema& schema, const RouteParams& params,
 void CheckConfig(const Config& c, const std::string& text) {
   auto fail = [&](const char* what) { Fail(what, Printable(text, 2000)); };
   if (c.listen.empty()) fail("accepted config has no listener");
-  std::set<std::string> addresses, names, paths;
+  std::set<std::string> addresses, names;
   for (const ListenConfig& l : c.listen) {
     if (config_internal::CheckAddress(l.address)) {
       fail("accepted listener address fails CheckAddress");
@@ -97,7 +97,12 @@ void CheckConfig(const Config& c, const std::string& text) {
   }
   for (const RouteConfig& r : c.routes) {
     if (r.path.empty() || r.path[0] != '/') fail("route path without '/'");
-    if (!paths.insert(r.path).second) fail("duplicate route path accepted");
+    for (const RouteConfig& other : c.routes) {
+      if (&other == &r) break;
+      if (RouteConflict(r.pattern, r.methods, other.pattern, other.methods)) {
+        fail("conflicting routes accepted");
+      }
+    }
     if (r.module) {
       // Its keys are the module's to check (at load, not in config/).
       if (!modules.count(r.handler)) fail("module route without its module");

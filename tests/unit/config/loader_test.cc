@@ -91,7 +91,8 @@ std::vector<std::pair<std::string, ParamValue>> Values(const RouteParams& p) {
 }
 
 auto Tie(const RouteConfig& r) {
-  return std::make_tuple(r.path, r.handler, r.timeout, Values(r.params));
+  return std::make_tuple(r.path, r.methods, r.pattern, r.handler, r.timeout,
+                         Values(r.params));
 }
 
 // Everything but source and foreground (neither comes from TOML).
@@ -699,6 +700,27 @@ TEST(LoaderTest, DisjointMethodsShareAPattern) {
   EXPECT_EQ(config.routes[1].methods, std::vector<std::string>{"POST"});
   EXPECT_EQ(RouteDisplay(config.routes[1]), "POST /a");
   EXPECT_EQ(RouteDisplay(config.routes[2]), "/a/{id}");
+}
+
+// -p: most specific first, unrelated routes in config order; the printed
+// config loads back to the same routes.
+TEST(LoaderTest, PrintsRoutesMostSpecificFirst) {
+  const Config config = Load(
+      "[[route]]\npath = \"/\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a/\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a/b\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/z\"\nhandler = \"echo\"\n"
+      "[[route]]\npath = \"/a/b\"\nmethods = [\"GET\"]\nhandler = "
+      "\"echo\"\n");
+  EXPECT_EQ(SpecificityOrder(config.routes),
+            (std::vector<size_t>{3, 4, 2, 1, 0}));
+  const std::string text = FormatConfig(config, HandlerSchemas());
+  const Config printed = Load(text);
+  ASSERT_EQ(printed.routes.size(), 5u);
+  const std::vector<std::string> shown = {"/z", "GET /a/b", "/a/b", "/a/", "/"};
+  for (size_t i = 0; i < shown.size(); ++i) {
+    EXPECT_EQ(RouteDisplay(printed.routes[i]), shown[i]) << text;
+  }
 }
 
 TEST(LoaderErrorTest, DuplicateListener) {
