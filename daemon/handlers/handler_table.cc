@@ -79,8 +79,10 @@ constexpr HandlerKind kHandlerTable[] = {
       CheckedStringParam("query", "",
                          "The SQL statement, prepared once per connection",
                          &postgres::CheckQuery),
-      StringListParam("params",
-                      "Query-string arguments bound to $1..$N, in order"),
+      StringListParam(
+          "params",
+          "Path captures or query-string arguments (a capture wins) "
+          "bound to $1..$N, in order"),
       IntParam("pool", 4, 1, 1024, "Connections per worker"),
       IntParam("max_rows", 10000, 1, kNoMax,
                "Rows a result may have; more is cut off with 502"),

@@ -88,6 +88,12 @@ class PostgresHandler final : public Handler {
     std::vector<std::string> values;
     values.reserve(params_.size());
     for (const std::string& name : params_) {
+      // A capture of the route's pattern wins over a query argument; it is
+      // percent-decoded already.
+      if (const PathParam* capture = request.FindParam(name)) {
+        values.emplace_back(capture->value);
+        continue;
+      }
       std::optional<std::string_view> raw = FindQueryArg(request.query, name);
       if (!raw) return MissingParam(name);
       values.push_back(FormDecode(*raw));
