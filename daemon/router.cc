@@ -201,8 +201,12 @@ void Router::Add(std::string path, std::unique_ptr<Handler> handler,
 
 std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes) {
   std::vector<std::string> names(kRouteSlots);
+  // Routes that share a pattern (disjoint methods) have the same path.
+  std::map<std::string_view, int> uses;
+  for (const RouteConfig& route : routes) ++uses[route.path];
   for (size_t i = 0; i < routes.size() && i < kOtherRoute; ++i) {
-    names[i] = routes[i].path;
+    names[i] =
+        uses[routes[i].path] > 1 ? RouteDisplay(routes[i]) : routes[i].path;
   }
   names[kOtherRoute] = std::string(kOtherRouteName);
   return names;

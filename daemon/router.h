@@ -35,8 +35,10 @@ struct Route {
 inline constexpr std::string_view kOtherRouteName = "(other)";
 
 // Route id -> name for a generation's routes (for ServerInfo::route_names):
-// kRouteSlots names, the first routes' paths, "" for ids no route uses, and
-// kOtherRouteName last.
+// kRouteSlots names: the first routes' patterns as written (with their
+// methods, "GET,POST /items/{id}", when routes share a pattern: never a
+// request's path, so the labels are bounded by the config), "" for ids no
+// route uses, and kOtherRouteName last.
 std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes);
 
 class Router {

@@ -81,8 +81,8 @@ constexpr HandlerKind kHandlerTable[] = {
                          &postgres::CheckQuery),
       StringListParam(
           "params",
-          "Path captures or query-string arguments (a capture wins) "
-          "bound to $1..$N, in order"),
+          "Path captures or query arguments bound to $1..$N (a capture "
+          "wins)"),
       IntParam("pool", 4, 1, 1024, "Connections per worker"),
       IntParam("max_rows", 10000, 1, kNoMax,
                "Rows a result may have; more is cut off with 502"),

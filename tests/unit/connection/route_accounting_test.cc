@@ -145,5 +145,23 @@ TEST_F(RouteAccountingTest, RoutesPastTheCountedOnesShareOther) {
   EXPECT_EQ(names[kOtherRoute], kOtherRouteName);
 }
 
+// The label is the pattern, never a request's path; with the methods when
+// two routes share the pattern.
+TEST_F(RouteAccountingTest, RoutesAreNamedByPatternAndSharedOnesByMethods) {
+  RouteConfig get = DefaultRoute("/items/{id}", "text");
+  get.methods = {"GET"};
+  RouteConfig del = DefaultRoute("/items/{id}", "text");
+  del.methods = {"DELETE", "PUT"};
+  const std::vector<RouteConfig> routes = {DefaultRoute("/static/", "text"),
+                                           get, del};
+  const std::vector<std::string> names = RouteNames(routes);
+  EXPECT_EQ(names[0], "/static/");
+  EXPECT_EQ(names[1], "GET /items/{id}");
+  EXPECT_EQ(names[2], "DELETE,PUT /items/{id}");
+  Router router(routes, ServerInfo{});
+  EXPECT_EQ(router.Match("/static/a/b.css").id, 0u);
+  EXPECT_EQ(router.Match("/items/7").id, 1u);
+}
+
 }  // namespace
 }  // namespace gearbox
