@@ -42,6 +42,18 @@ answers_routes() {  # the routes these checks use, appended to a config
   local dsn="host=$work user=postgres dbname=postgres"
   cat <<EOF
 [[route]]
+path = "/items/{id}"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT id FROM t WHERE id = \$1::int"
+params = ["id"]
+[[route]]
+path = "/words/{w}"
+handler = "postgres"
+dsn = "$dsn"
+query = "SELECT \$1::text AS w"
+params = ["w"]
+[[route]]
 path = "/insert"
 handler = "postgres"
 dsn = "$dsn"
@@ -103,6 +115,19 @@ query = "SELECT pg_sleep(\$1::float8) AS fd1_query"
 params = ["s"]
 pool = 1
 EOF
+}
+
+# $1 bound from a path capture (/items/{id}, params = ["id"]): the capture
+# wins over ?id=, and is percent-decoded once (%31 is "1"; %2F stays in the
+# one segment; '+' is not a space there, unlike in a query argument).
+check_captures() {  # BASE
+  local out
+  out=$(curl -s "$1/items/2?id=1")
+  [[ $out == '[{"id":2}]' ]] || fail "/items/2?id=1: got $out"
+  out=$(curl -s "$1/items/%31")
+  [[ $out == '[{"id":1}]' ]] || fail "/items/%31: got $out"
+  out=$(curl -s "$1/words/a%20b%2Fc+d%2541")
+  [[ $out == '[{"w":"a b/c+d%41"}]' ]] || fail "/words/...: got $out"
 }
 
 request_timeouts() {  # BASE: the daemon's count of 504s it timed

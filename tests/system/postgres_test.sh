@@ -14,8 +14,7 @@
 #      (NaN/Infinity strings), bool true/false, NULL null, text and dates
 #      strings, escaped (quotes, backslash, control characters, UTF-8);
 #      $1 bound from the query string, form-decoded; or from a path
-#      capture (/items/{id}), percent-decoded once, winning over a query
-#      argument of the same name;
+#      capture (/items/{id}: check_captures in postgres_answers.sh);
 #   2. a role that needs a password (scram) is served with it from
 #      PGPASSFILE and from passfile= in the dsn, and refused (502) without;
 #      the connection budget (workers x pool) is logged at start, and a
@@ -187,18 +186,6 @@ dsn = "$dsn password=SeCrEt-pw"
 query = "SELECT * FROM t WHERE id <= \$1::int ORDER BY id"
 params = ["upto"]
 [[route]]
-path = "/items/{id}"
-handler = "postgres"
-dsn = "$dsn"
-query = "SELECT id FROM t WHERE id = \$1::int"
-params = ["id"]
-[[route]]
-path = "/words/{w}"
-handler = "postgres"
-dsn = "$dsn"
-query = "SELECT \$1::text AS w"
-params = ["w"]
-[[route]]
 path = "/add"
 handler = "postgres"
 dsn = "$dsn"
@@ -290,14 +277,7 @@ EOF
   local out
   out=$(curl -s "$1/add?n=41&s=a+b%26c%3D")
   [[ $out == '[{"n":42,"s":"a b&c="}]' ]] || fail "/add: got $out"
-  # Bound from the path: the capture wins over ?id=, and is decoded once
-  # (%31 is "1"; %2F stays in the one segment; '+' is not a space there).
-  out=$(curl -s "$1/items/2?id=1")
-  [[ $out == '[{"id":2}]' ]] || fail "/items/2?id=1: got $out"
-  out=$(curl -s "$1/items/%31")
-  [[ $out == '[{"id":1}]' ]] || fail "/items/%31: got $out"
-  out=$(curl -s "$1/words/a%20b%2Fc+d%2541")
-  [[ $out == '[{"w":"a b/c+d%41"}]' ]] || fail "/words/...: got $out"
+  check_captures "$1"
 }
 
 check_failures() {  # BASE CONFIG LOG
