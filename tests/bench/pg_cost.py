@@ -3,6 +3,7 @@
 
   tests/bench/pg_cost.py [--gearboxd PATH[,PATH2]] [--rounds N] [--secs S]
                          [--conns C] [--pool P] [--pipeline N]
+                         [--model M --size N]
 
 Starts a throwaway PostgreSQL cluster (bench_servers.Postgres: 100,000 rows,
 unix socket) and one gearboxd per binary (async, 1 loop) serving /hello and
@@ -29,12 +30,13 @@ import bench_servers as bs  # noqa: E402
 PROFILE = os.path.join(bs.HERE, "profile.sh")
 
 
-def config(port, pg_dir, pool, pipeline=None):
+def config(port, pg_dir, pool, pipeline=None, model="async", size=1):
     dsn = f"host={pg_dir} dbname=postgres user=postgres"
+    key = {"async": "loops", "threadpool": "threads", "prefork": "workers"}[model]
     return f"""[server]
-model = "async"
-[async]
-loops = 1
+model = "{model}"
+[{model}]
+{key} = {size}
 [[listen]]
 address = "127.0.0.1:{port}"
 protocol = "http"
@@ -75,6 +77,8 @@ def main():
     ap.add_argument("--secs", type=int, default=3)
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--pool", type=int, default=16)
+    ap.add_argument("--model", default="async", help="async, threadpool or prefork")
+    ap.add_argument("--size", type=int, default=1, help="loops, threads or workers")
     ap.add_argument("--pipeline", type=int, default=None,
                     help="the route's pipeline key (default: the binary's default)")
     a = ap.parse_args()
@@ -89,7 +93,7 @@ def main():
             port = bs.free_port()
             path = os.path.join(work, f"g{i}.toml")
             with open(path, "w") as f:
-                f.write(config(port, pg.dir, a.pool, a.pipeline))
+                f.write(config(port, pg.dir, a.pool, a.pipeline, a.model, a.size))
             logf = open(os.path.join(work, f"g{i}.log"), "w")
             p = subprocess.Popen([binary, "-c", path], stdout=logf, stderr=subprocess.STDOUT)
             bs.STARTED.append(p)
@@ -106,7 +110,7 @@ def main():
                     fig = profile(p.pid, f"http://127.0.0.1:{port}{target}", a.conns, a.secs)
                     rows.setdefault((binary, name), []).append(fig)
                     print(f"round {r + 1} {binary} {name}: {fig}", flush=True)
-        print(f"\ndirect, async-1, c={a.conns}, pool={a.pool}, {a.rounds} alternating rounds "
+        print(f"\ndirect, {a.model}-{a.size}, c={a.conns}, pool={a.pool}, {a.rounds} alternating rounds "
               f"of {a.secs} s (medians); host load {os.getloadavg()[0]:.1f}")
         print("| binary | path | gearboxd CPU us/req | syscalls/req | switches/req | req/s |")
         print("|---|---|---|---|---|---|")
