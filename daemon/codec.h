@@ -3,7 +3,9 @@
 // which.
 #pragma once
 
+#include <ctime>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -57,6 +59,12 @@ class ServerCodec {
   // keep the connection: a close after END_REQUEST is unannounced, and the
   // server may already be reusing the connection.
   virtual bool AnnouncesClose() const { return true; }
+
+  // Fills in, in `answer` (bytes AppendResponse rendered ahead of time, before
+  // the request existed), what only the moment of sending knows: the request
+  // last returned by Parse() (FastCGI's request id) and the time (HTTP's
+  // Date). Async-signal-safe: no allocation, no lock, plain memory writes.
+  virtual void StampAnswer(std::span<char> answer, time_t now) const = 0;
 };
 
 // One codec per connection for the listener's protocol.

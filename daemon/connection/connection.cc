@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/connection/cut_off.h"
+
 namespace gearbox {
 namespace {
 
@@ -243,9 +245,7 @@ void Connection::TimeOutExchange(Clock::time_point now) {
   std::unique_ptr<Pending> done = std::move(pending_);
   done->exchange.reset();
   Bump(stats().request_timeouts);
-  done->response.Reset();
-  done->response.status = 504;
-  done->response.body = "request timeout\n";
+  TimeoutResponse(done->response);
   phase_ = Phase::kIdle;  // Finish() may close instead
   Finish(done->request, done->response, done->timing, done->announce_close);
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);

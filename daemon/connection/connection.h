@@ -148,6 +148,12 @@ class Connection {
   void Refuse();
   // A model stopping by force cuts a waiting handler short: 503, then close.
   void CutShort();
+  // The worker is cut off mid-handler (cut_off.h): stamps `answer`, a
+  // RenderCutOffAnswer() for this connection's protocol, for the request in
+  // flight; then counts the timeout once, with the answer when `sent` bytes
+  // of it went out, and the close. Both async-signal-safe.
+  void StampCutOff(std::span<char> answer, time_t now) const;
+  void CountCutOff(size_t sent);
 
   // --- state ---------------------------------------------------------------
   Interest Next(Clock::time_point now);

@@ -42,6 +42,10 @@ class FastCgiCodec final : public ServerCodec {
   bool InBody() const override { return parser_.InBody(); }
   bool AnnouncesClose() const override { return false; }
 
+  void StampAnswer(std::span<char> answer, time_t) const override {
+    fcgi::StampRequestId(answer, parser_.done_id());
+  }
+
  private:
   FastCgiParser parser_;
 };

@@ -110,6 +110,16 @@ void AppendResponseRecords(std::string& out, std::string& scratch,
   AppendEnd(out, request_id);
 }
 
+void StampRequestId(std::span<char> records, uint16_t request_id) {
+  size_t at = 0;
+  while (records.size() - at >= kHeaderSize) {
+    auto* header = reinterpret_cast<unsigned char*>(records.data() + at);
+    header[2] = static_cast<unsigned char>(request_id >> 8);
+    header[3] = static_cast<unsigned char>(request_id & 0xff);
+    at += kHeaderSize + (size_t{header[4]} << 8 | header[5]) + header[6];
+  }
+}
+
 void AppendErrorRecords(std::string& out, std::string& scratch,
                         uint16_t request_id, int status,
                         std::string_view extra_headers) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ void AppendUnknownType(std::string& out, uint8_t type);
 void AppendResponseRecords(std::string& out, std::string& scratch,
                            uint16_t request_id, const Response& response,
                            bool is_head);
+
+// Sets the request id of every whole record in `records` (rendered ahead of
+// the request). Async-signal-safe.
+void StampRequestId(std::span<char> records, uint16_t request_id);
 
 // The same for an error answer (413, 431, 503, 408...): text/plain reason
 // phrase.

@@ -47,6 +47,10 @@ class HttpCodec final : public ServerCodec {
   bool InRequest() const override { return parser_.InRequest(); }
   bool InBody() const override { return parser_.InBody(); }
 
+  void StampAnswer(std::span<char> answer, time_t now) const override {
+    StampDateHeader(answer, now);
+  }
+
  private:
   HttpRequestParser parser_;
 };

@@ -1,5 +1,6 @@
 #include "daemon/http/http_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 
@@ -37,6 +38,49 @@ std::string_view CachedDateHeader() {
         strftime(buf, sizeof(buf), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
   }
   return std::string_view(buf, len);
+}
+
+// "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 5.6.7), by hand: strftime and
+// gmtime_r are not async-signal-safe. Days to civil date: Howard Hinnant's
+// algorithm for the proleptic Gregorian calendar.
+void StampDateHeader(std::span<char> response, time_t now) {
+  constexpr std::string_view kName = "\r\nDate: ";
+  constexpr size_t kWidth = 29;
+  const std::string_view text(response.data(), response.size());
+  const size_t at = text.find(kName);
+  if (at == std::string_view::npos || text.size() - at - kName.size() < kWidth)
+    return;
+  char* out = response.data() + at + kName.size();
+  const int64_t days = now / 86400, secs = now % 86400;
+  static constexpr char kDays[] = "ThuFriSatSunMonTueWed";
+  static constexpr char kMonths[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  const int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153, day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  const auto two = [](char* p, int64_t v) {
+    p[0] = static_cast<char>('0' + v / 10);
+    p[1] = static_cast<char>('0' + v % 10);
+  };
+  for (int i = 0; i < 3; ++i) out[i] = kDays[(days % 7) * 3 + i];
+  out[3] = ',';
+  out[4] = ' ';
+  two(out + 5, day);
+  out[7] = ' ';
+  for (int i = 0; i < 3; ++i) out[8 + i] = kMonths[(month - 1) * 3 + i];
+  out[11] = ' ';
+  two(out + 12, year / 100);
+  two(out + 14, year % 100);
+  out[16] = ' ';
+  two(out + 17, secs / 3600);
+  out[19] = ':';
+  two(out + 20, secs / 60 % 60);
+  out[22] = ':';
+  two(out + 23, secs % 60);
+  std::copy_n(" GMT", 4, out + 25);
 }
 
 bool AppendHttpResponse(const Request& request, const Response& response,

@@ -2,6 +2,8 @@
 // buffer.
 #pragma once
 
+#include <ctime>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,5 +28,9 @@ inline constexpr std::string_view kHttpContinue =
 
 // "Date: <IMF-fixdate>\r\n", formatted at most once per second per thread.
 std::string_view CachedDateHeader();
+
+// Rewrites the value of the Date header in a rendered response head to `now`
+// (the same width). Async-signal-safe: no locale, no allocation.
+void StampDateHeader(std::span<char> response, time_t now);
 
 }  // namespace gearbox

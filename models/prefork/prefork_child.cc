@@ -131,7 +131,7 @@ void ChildLoop::SetUp() {
 
   stats_.pid.store(getpid());
   stats_.busy.store(0);
-  InstallRequestKill(&stats_);
+  InstallRequestKill(&stats_, ctx_.config.limits);
   router_ = ctx_.routes->MakeRouter(args_.slot, &stats_);
   bc_.env.cycle = {router_.get(), &stats_, ctx_.request_log.get(), args_.slot};
   bc_.env.limits = &ctx_.config.limits;

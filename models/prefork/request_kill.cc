@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <ctime>
+#include <string>
 
+#include "daemon/connection/cut_off.h"
 #include "models/prefork/prefork_model.h"
 
 namespace gearbox {
@@ -17,18 +20,14 @@ namespace {
 // value unless it interrupted the write itself (then the request check below
 // fails or the target is the right one either way).
 WorkerStats* g_stats = nullptr;
-std::atomic<const BlockingConnection*> g_target{nullptr};
+std::atomic<BlockingConnection*> g_target{nullptr};
 std::atomic<bool> g_http{false};
+// The 504 for each protocol, rendered once per child (cut_off.h).
+std::string g_http_answer;
+std::string g_fastcgi_answer;
 
-constexpr char k504[] =
-    "HTTP/1.1 504 Gateway Timeout\r\n"
-    "Content-Type: text/plain\r\n"
-    "Content-Length: 16\r\n"
-    "Connection: close\r\n"
-    "\r\n"
-    "request timeout\n";
-
-// Async-signal-safe: atomics (lock-free), send(2), _exit(2).
+// Async-signal-safe: atomics (lock-free), the connection's stamping and
+// counting (plain memory and atomics), time(2), send(2), _exit(2).
 void OnRequestKill(int, siginfo_t* info, void*) {
   const auto start = reinterpret_cast<uintptr_t>(info->si_value.sival_ptr);
   WorkerStats* stats = g_stats;
@@ -36,30 +35,33 @@ void OnRequestKill(int, siginfo_t* info, void*) {
       stats->current_start_us.load(std::memory_order_relaxed) != start) {
     return;  // that request finished meanwhile: nothing to cut off
   }
-  Bump(stats->request_timeouts);
-  const BlockingConnection* c = g_target.load(std::memory_order_relaxed);
-  if (c && c->fd >= 0) {
-    // Only when the client is owed nothing before this response: earlier
-    // pipelined answers still unsent (or this one half-framed) would make a
-    // 504 arrive as the answer to another request.
-    if (g_http.load(std::memory_order_relaxed) &&
-        c->conn.pending_out().empty()) {
-      const ssize_t n =
-          send(c->fd, k504, sizeof(k504) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        Bump(stats->requests);
-        stats->CountStatus(504);
-        Bump(stats->bytes_out, static_cast<uint64_t>(n));
-      }
-    }
-    stats->CountClose(CloseReason::kServer);
+  BlockingConnection* c = g_target.load(std::memory_order_relaxed);
+  if (!c || c->fd < 0) {
+    Bump(stats->request_timeouts);
+    _exit(kChildRequestKilled);
   }
+  size_t sent = 0;
+  // Only when the client is owed nothing before this response: earlier
+  // pipelined answers still unsent (or this one half-framed) would make a
+  // 504 arrive as the answer to another request.
+  if (c->conn.pending_out().empty()) {
+    std::string& answer = g_http.load(std::memory_order_relaxed)
+                              ? g_http_answer
+                              : g_fastcgi_answer;
+    c->conn.StampCutOff(answer, time(nullptr));
+    const ssize_t n =
+        send(c->fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) sent = static_cast<size_t>(n);
+  }
+  c->conn.CountCutOff(sent);
   _exit(kChildRequestKilled);
 }
 
 }  // namespace
 
-void InstallRequestKill(WorkerStats* stats) {
+void InstallRequestKill(WorkerStats* stats, const LimitsConfig& limits) {
+  g_http_answer = RenderCutOffAnswer(Protocol::kHttp, limits);
+  g_fastcgi_answer = RenderCutOffAnswer(Protocol::kFastCgi, limits);
   g_stats = stats;
   struct sigaction sa = {};
   sa.sa_sigaction = &OnRequestKill;
@@ -68,7 +70,7 @@ void InstallRequestKill(WorkerStats* stats) {
   sigaction(SIGUSR2, &sa, nullptr);
 }
 
-void SetKillTarget(const BlockingConnection* c, Protocol protocol) {
+void SetKillTarget(BlockingConnection* c, Protocol protocol) {
   g_http.store(protocol == Protocol::kHttp, std::memory_order_relaxed);
   g_target.store(c, std::memory_order_relaxed);
 }

@@ -6,10 +6,11 @@
 // (BeginRequest writes them). Past deadline + kStuckGrace it sigqueue()s
 // SIGUSR2 with the request's start as the value. The child's handler checks
 // that the same request is still in flight (it may have finished meanwhile),
-// answers an HTTP client `504` with `Connection: close` when nothing else is
-// waiting to be sent on its connection (a FastCGI client just sees the close:
-// nginx answers 502), counts it, and exits with kChildRequestKilled. A child
-// that is still there kKillEscalation later gets SIGKILL.
+// answers the client the state machine's 504, framed by its protocol's codec
+// (daemon/connection/cut_off.h; rendered once per child, so a request costs
+// nothing) when nothing else is waiting to be sent on its connection, counts
+// it once, and exits with kChildRequestKilled. A child that is still there
+// kKillEscalation later gets SIGKILL.
 #pragma once
 
 #include <sys/types.h>
@@ -30,11 +31,12 @@ inline constexpr std::chrono::milliseconds kKillEscalation{1000};
 
 // --- in the child ------------------------------------------------------------
 
-// Installs the SIGUSR2 handler; the child counts into `stats`.
-void InstallRequestKill(WorkerStats* stats);
+// Renders the answers and installs the SIGUSR2 handler; the child counts
+// into `stats`.
+void InstallRequestKill(WorkerStats* stats, const LimitsConfig& limits);
 // The connection the child serves now (null between connections), which the
 // handler may answer.
-void SetKillTarget(const BlockingConnection* c, Protocol protocol);
+void SetKillTarget(BlockingConnection* c, Protocol protocol);
 
 // --- in the master -----------------------------------------------------------
 

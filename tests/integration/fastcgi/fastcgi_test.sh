@@ -14,6 +14,7 @@ MODEL="${1:?usage: fastcgi_test.sh MODEL}"
 GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
 [[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
 SLOW_CLIENT="$(dirname "$0")/slow_fcgi_client.py"
+FCGI_GET="$(dirname "$0")/fcgi_get.py"
 
 fail() {
   echo "FAIL [$MODEL]: $*" >&2
@@ -44,7 +45,8 @@ CONF="$WORK/gearbox.toml"
 LOG="$WORK/gearboxd.log"
 rm -f "$SOCK"
 
-# No [[route]]: the built-in routes (/hello, /sleep, /echo, ...) apply.
+# The embedded default's routes, and /stuck: a CPU burn far past its
+# deadline, which prefork cuts off by killing the child.
 cat >"$CONF" <<EOF
 [server]
 model = "$MODEL"
@@ -68,6 +70,37 @@ loops = 2
 [limits]
 max_header_bytes = 65536
 max_body_bytes = 1048576
+
+[[route]]
+path = "/hello"
+handler = "text"
+body = "hello world\n"
+
+[[route]]
+path = "/sleep"
+handler = "wait"
+ms = 1
+max_ms = 10000
+
+[[route]]
+path = "/echo"
+handler = "echo"
+
+[[route]]
+path = "/burn"
+handler = "burn"
+us = 200
+
+[[route]]
+path = "/status"
+handler = "status"
+
+[[route]]
+path = "/stuck"
+handler = "burn"
+us = 5000000
+max_us = 5000000
+timeout = "300ms"
 EOF
 
 "$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
@@ -230,6 +263,34 @@ expect_eq "slow params: status" "200" "$(sed -n 's/^status=//p' <<<"$out")"
 expect_eq "slow params: body" "hello world" "$(sed -n 's/^body=//p' <<<"$out")"
 expect_eq "slow params: END_REQUEST" "1" \
   "$(sed -n 's/^end_requests=//p' <<<"$out")"
+
+# prefork cuts off a request burning CPU past its deadline (300 ms + the
+# 1 s grace) by killing its child: the client still gets the state machine's
+# 504, framed as FastCGI (STDOUT records, then END_REQUEST) for the request id
+# it sent, counted once in request_timeouts. (threadpool and async cannot cut
+# a burning handler short: the burn ends with a late 200.)
+if [[ "$MODEL" == prefork ]]; then
+  request_timeouts() {
+    fcgi REQUEST_METHOD=GET REQUEST_URI=/status |
+      body_of | sed -n 's/.*"request_timeouts":\([0-9]*\).*/\1/p'
+  }
+  before="$(request_timeouts)"
+  out="$(timeout 20 python3 "$FCGI_GET" "$SOCK" /stuck 7)" ||
+    fail "fcgi_get /stuck failed"
+  expect_eq "killed: status" "504" "$(sed -n 's/^status=//p' <<<"$out")"
+  expect_eq "killed: body" "request timeout" "$(sed -n 's/^body=//p' <<<"$out")"
+  expect_eq "killed: STDOUT, end of STDOUT, END_REQUEST" "6,6,3" \
+    "$(sed -n 's/^records=//p' <<<"$out")"
+  expect_eq "killed: the request id sent" "7" "$(sed -n 's/^ids=//p' <<<"$out")"
+  expect_eq "killed: FCGI_REQUEST_COMPLETE" "0" \
+    "$(sed -n 's/^end_status=//p' <<<"$out")"
+  for _ in $(seq 50); do  # the master folds the dead child's counters in
+    [[ "$(request_timeouts)" == "$((before + 1))" ]] && break
+    sleep 0.1
+  done
+  expect_eq "killed: counted once" "$((before + 1))" "$(request_timeouts)"
+  grep -q 'event=request_killed' "$LOG" || fail "no event=request_killed"
+fi
 
 # The daemon is still up, and stops cleanly.
 kill -0 "$PID" 2>/dev/null || fail "gearboxd died"

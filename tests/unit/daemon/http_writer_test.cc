@@ -318,5 +318,30 @@ TEST(HttpWriterTest, ContinueLine) {
   EXPECT_EQ(kHttpContinue, "HTTP/1.1 100 Continue\r\n\r\n");
 }
 
+// A response rendered ahead of time gets the Date of the moment it is sent,
+// formatted without strftime (async-signal-safe): the same text strftime
+// gives, for dates across the calendar's corners.
+TEST(HttpWriterTest, StampDateHeaderRewritesTheDate) {
+  Request request;
+  Response response;
+  std::string out;
+  AppendHttpResponse(request, response, /*close=*/true, out);
+  for (time_t t : {time_t{0}, time_t{784111777}, time_t{951782400},
+                   time_t{1709164800}, time_t{4102444799}, time(nullptr)}) {
+    StampDateHeader(out, t);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char want[64];
+    strftime(want, sizeof(want), "\r\nDate: %a, %d %b %Y %H:%M:%S GMT\r\n",
+             &tm);
+    EXPECT_NE(out.find(want), std::string::npos) << t << "\n" << out;
+  }
+  const std::string before = out;
+  std::string no_date = "HTTP/1.1 504 Gateway Timeout\r\n\r\n";
+  StampDateHeader(no_date, 0);  // nothing to stamp: unchanged
+  EXPECT_EQ(no_date, "HTTP/1.1 504 Gateway Timeout\r\n\r\n");
+  EXPECT_EQ(out.size(), before.size());
+}
+
 }  // namespace
 }  // namespace gearbox

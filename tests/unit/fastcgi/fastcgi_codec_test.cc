@@ -640,6 +640,34 @@ TEST(FastCgiCodecTest, ResponseCloseAndCallerClose) {
   EXPECT_TRUE(codec->AppendResponse(request, Response{}, /*close=*/true, out));
 }
 
+// An answer rendered before the request existed (prefork's cut-off 504) is
+// stamped with the id of the request the codec parsed last: every record.
+TEST(FastCgiCodecTest, StampAnswerFillsInTheRequestId) {
+  std::unique_ptr<ServerCodec> ahead =
+      MakeCodec(Protocol::kFastCgi, TestLimits());
+  Response timeout;
+  timeout.status = 504;
+  timeout.body = std::string(70000, 'x');  // two STDOUT records of content
+  std::string answer;
+  ahead->AppendResponse(gearbox::Request{}, timeout, /*close=*/true, answer);
+
+  std::unique_ptr<ServerCodec> codec =
+      MakeCodec(Protocol::kFastCgi, TestLimits());
+  const std::string input = Request1(0x1234, GetParams());
+  gearbox::Request request;
+  std::string out;
+  ASSERT_EQ(codec->Parse(input, request, out).status, Status::kComplete);
+  codec->StampAnswer(answer, 0);
+  std::vector<uint8_t> types;
+  for (size_t at = 0; at + 8 <= answer.size();) {
+    const auto* h = reinterpret_cast<const unsigned char*>(answer.data() + at);
+    EXPECT_EQ(h[2] << 8 | h[3], 0x1234) << "record " << types.size();
+    types.push_back(h[1]);
+    at += 8 + (size_t{h[4]} << 8 | h[5]) + h[6];
+  }
+  EXPECT_EQ(types, (std::vector<uint8_t>{kStdout, kStdout, kStdout, kEnd}));
+}
+
 TEST(FastCgiCodecTest, ScriptNameAndPathInfoWithoutRequestUri) {
   Params p = {{"REQUEST_METHOD", "GET"},
               {"SCRIPT_NAME", "/app"},
