@@ -8,9 +8,16 @@ namespace gearbox::lua {
 
 Coroutine::Coroutine(Runtime* runtime, int fn, std::string label)
     : runtime_(runtime), label_(std::move(label)) {
-  lua_State* L = runtime_->vm().L();
-  ctx_.co = lua_newthread(L);
-  ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  Host& host = runtime_->vm().host();
+  if (!host.idle_threads.empty()) {
+    ctx_.co = host.idle_threads.back().co;
+    ref_ = host.idle_threads.back().ref;
+    host.idle_threads.pop_back();
+  } else {
+    lua_State* L = runtime_->vm().L();
+    ctx_.co = lua_newthread(L);
+    ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   lua_rawgeti(ctx_.co, LUA_REGISTRYINDEX, fn);
   runtime_->Started();
 }
@@ -18,7 +25,15 @@ Coroutine::Coroutine(Runtime* runtime, int fn, std::string label)
 Coroutine::~Coroutine() {
   ctx_.sub.reset();  // a query in flight is cancelled by its own exchange
   CloseSockets(ctx_);
-  luaL_unref(runtime_->vm().L(), LUA_REGISTRYINDEX, ref_);
+  Host& host = runtime_->vm().host();
+  // A coroutine that returned can run another function; one that failed,
+  // or is still suspended in a wait, cannot.
+  if (finished_ && host.idle_threads.size() < kMaxIdleThreads) {
+    lua_settop(ctx_.co, 0);
+    host.idle_threads.push_back({ctx_.co, ref_});
+  } else {
+    luaL_unref(runtime_->vm().L(), LUA_REGISTRYINDEX, ref_);
+  }
   runtime_->Ended(memory_error_);
 }
 
@@ -65,6 +80,7 @@ Step Coroutine::Run(int nargs, Response& response) {
     return Error(LUA_ERRRUN, response);
   }
   if (status != 0) return Error(status, response);
+  finished_ = true;
   const std::string wrong = Answer(lua_gettop(ctx_.co), response);
   if (!wrong.empty()) {
     lua_settop(ctx_.co, 0);

@@ -47,6 +47,7 @@ class Coroutine : public Exchange {
   int ref_ = LUA_NOREF;  // keeps the thread alive while it is suspended
   int nargs_ = 0;
   bool memory_error_ = false;
+  bool finished_ = false;  // returned: the thread may run another function
 };
 
 }  // namespace gearbox::lua

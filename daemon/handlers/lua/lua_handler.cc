@@ -29,7 +29,7 @@ class LuaRequestExchange final : public lua::Coroutine {
       : Coroutine(runtime, fn, route->script),
         runtime_(runtime),
         route_(route) {
-    lua::PushRequest(co(), request);
+    lua::PushRequest(co(), request, runtime->vm().host());
     set_nargs(1);
   }
 

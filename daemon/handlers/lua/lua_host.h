@@ -3,10 +3,10 @@
 // its cosocket pool. One Host per lua_State; never shared across threads.
 #pragma once
 
+#include <deque>
 #include <luajit-2.1/lua.hpp>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "daemon/handler.h"
@@ -46,11 +46,21 @@ struct Host {
   TcpPool pool;
   // Content-Type values a script answered with: Response::content_type is a
   // view that must outlive the response, so each distinct value is kept
-  // for the state's life (bounded: kMaxContentTypes).
-  std::unordered_set<std::string> content_types;
+  // for the state's life (bounded: kMaxContentTypes). A deque: its elements
+  // never move. Scanned linearly: a worker answers with a handful.
+  std::deque<std::string> content_types;
+  // Coroutines that ran to their end, ready for the next request (a new
+  // thread and its registry slot cost more than the request itself).
+  struct IdleThread {
+    lua_State* co;
+    int ref;
+  };
+  std::vector<IdleThread> idle_threads;
+  int headers_meta = LUA_NOREF;  // req.headers' metatable (lua_request.cc)
 };
 
 inline constexpr size_t kMaxContentTypes = 256;
+inline constexpr size_t kMaxIdleThreads = 256;
 
 // The Host of the gearbox.* function being called (its upvalue 1).
 inline Host& HostOf(lua_State* L) {

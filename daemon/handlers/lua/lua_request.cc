@@ -5,8 +5,6 @@
 namespace gearbox::lua {
 namespace {
 
-constexpr const char* kHeadersMeta = "gearbox.headers";
-
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -81,7 +79,7 @@ void PushQuery(lua_State* L, std::string_view query) {
   }
 }
 
-void PushHeaders(lua_State* L, const Request& request) {
+void PushHeaders(lua_State* L, const Request& request, const Host& host) {
   lua_createtable(L, 0, static_cast<int>(request.headers.size()));
   char name[128];
   for (const Header& h : request.headers) {
@@ -103,14 +101,14 @@ void PushHeaders(lua_State* L, const Request& request) {
     }
     lua_rawset(L, -3);
   }
-  luaL_getmetatable(L, kHeadersMeta);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, host.headers_meta);
   lua_setmetatable(L, -2);
 }
 
 }  // namespace
 
-void InstallRequestMeta(lua_State* L) {
-  luaL_newmetatable(L, kHeadersMeta);
+void InstallRequestMeta(lua_State* L, Host* host) {
+  lua_newtable(L);
   luaL_loadstring(
       L,
       "local lower, rawget = string.lower, rawget\n"
@@ -119,10 +117,10 @@ void InstallRequestMeta(lua_State* L) {
       "end");
   lua_call(L, 0, 1);
   lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  host->headers_meta = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-void PushRequest(lua_State* L, const Request& request) {
+void PushRequest(lua_State* L, const Request& request, const Host& host) {
   lua_createtable(L, 0, 8);
   lua_pushlstring(L, request.method.data(), request.method.size());
   lua_setfield(L, -2, "method");
@@ -130,7 +128,7 @@ void PushRequest(lua_State* L, const Request& request) {
   lua_setfield(L, -2, "path");
   PushQuery(L, request.query);
   lua_setfield(L, -2, "query");
-  PushHeaders(L, request);
+  PushHeaders(L, request, host);
   lua_setfield(L, -2, "headers");
   lua_pushlstring(L, request.body.data(), request.body.size());
   lua_setfield(L, -2, "body");

@@ -26,12 +26,17 @@ bool IsFieldValue(std::string_view value) {
   return true;
 }
 
+bool SameName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
 // The interned copy of a Content-Type (Response keeps a view of it).
 std::string_view Intern(Host& host, std::string_view type) {
-  auto it = host.content_types.find(std::string(type));
-  if (it != host.content_types.end()) return *it;
+  for (const std::string& known : host.content_types) {
+    if (known == type) return known;
+  }
   if (host.content_types.size() >= kMaxContentTypes) return {};
-  return *host.content_types.emplace(type).first;
+  return host.content_types.emplace_back(type);
 }
 
 // One header of the returned table (key -2, value -1); "" or what is wrong.
@@ -52,13 +57,13 @@ std::string AddHeader(lua_State* L, Host& host, Response& response) {
   if (!IsFieldValue(value)) {
     return "header " + std::string(name) + " holds a control character";
   }
-  for (const char* reserved :
+  for (std::string_view reserved :
        {"Content-Length", "Transfer-Encoding", "Connection"}) {
-    if (strcasecmp(std::string(name).c_str(), reserved) == 0) {
-      return std::string("gearbox sets ") + reserved + " itself";
+    if (SameName(name, reserved)) {
+      return "gearbox sets " + std::string(reserved) + " itself";
     }
   }
-  if (strcasecmp(std::string(name).c_str(), "Content-Type") == 0) {
+  if (SameName(name, "Content-Type")) {
     const std::string_view interned = Intern(host, value);
     if (interned.empty()) {
       return "more than " + std::to_string(kMaxContentTypes) +

@@ -70,7 +70,7 @@ Vm::Vm(const LuaConfig& config, int worker, int generation)
   RemoveExit(L_);
   PrependPackagePath(L_, config.path);
   InstallApi(L_, host_.get());
-  InstallRequestMeta(L_);
+  InstallRequestMeta(L_, host_.get());
 }
 
 Vm::~Vm() { lua_close(L_); }
