@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +81,10 @@ struct LuaConfig {
   // The directory of the config file: a route's relative script is
   // relative to it (set by the loader).
   std::string base_dir;
+  // Each route's script as the check read it (path -> text; set by the
+  // daemon's CheckLuaScripts): a generation's workers compile exactly what
+  // was checked, even if the file changes while they start.
+  std::shared_ptr<const std::map<std::string, std::string>> sources;
 };
 
 // One [[module]]: a handler kind from a shared object (gearbox/module.h),

@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   // Every Lua script compiled, its top level run in a throwaway state.
-  if (auto e = gearbox::CheckLuaScripts(config)) {
+  if (auto e = gearbox::CheckLuaScripts(&config)) {
     fprintf(stderr, "%s\n", e->ToString().c_str());
     return 2;
   }

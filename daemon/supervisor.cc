@@ -192,7 +192,7 @@ class Supervisor {
       return ReloadFailed(e->ToString(), "keeping the running config");
     }
     // Edited scripts: checked now, loaded by the new generation's workers.
-    if (auto e = CheckLuaScripts(next)) {
+    if (auto e = CheckLuaScripts(&next)) {
       return ReloadFailed(e->ToString(), "keeping the running config");
     }
     bool listen_changed = next.listen.size() != first_config_.listen.size();

@@ -11,6 +11,7 @@
 
 namespace gearbox {
 
-std::optional<ConfigError> CheckLuaScripts(const Config& config);
+// Also keeps each script's text in config->lua.sources.
+std::optional<ConfigError> CheckLuaScripts(Config* config);
 
 }  // namespace gearbox

@@ -68,7 +68,12 @@ const lua::Script* Runtime::Loaded(int index) const {
 
 void Runtime::Load(Entry& entry) {
   entry.script = {};
-  entry.error = LoadScript(*vm_, entry.path, &entry.script);
+  const std::string* text = nullptr;
+  if (info_.lua.sources) {
+    auto it = info_.lua.sources->find(entry.path);
+    if (it != info_.lua.sources->end()) text = &it->second;
+  }
+  entry.error = LoadScript(*vm_, entry.path, &entry.script, text);
   if (!entry.error.empty()) {
     // -t checked the script; it changed since, or its top level depends on
     // the worker (memory): its routes answer 500 until a reload.

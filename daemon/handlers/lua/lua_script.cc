@@ -89,10 +89,15 @@ std::string Script::Allow() const {
   return allow;
 }
 
-std::string LoadScript(Vm& vm, const std::string& path, Script* out) {
+std::string LoadScript(Vm& vm, const std::string& path, Script* out,
+                       const std::string* text) {
   lua_State* L = vm.L();
   out->path = path;
-  if (luaL_loadfile(L, path.c_str()) != 0) {
+  const std::string chunk = "@" + path;  // positions say path:line
+  const int loaded =
+      text ? luaL_loadbuffer(L, text->data(), text->size(), chunk.c_str())
+           : luaL_loadfile(L, path.c_str());
+  if (loaded != 0) {
     std::string message = lua_tostring(L, -1);
     lua_pop(L, 1);
     return WithFullPath(std::move(message), path);

@@ -38,6 +38,9 @@ std::string WithFullPath(std::string text, const std::string& path);
 // Loads `path` into vm: "" on success (out filled, refs held in vm's
 // registry), else "path:line: message" (a syntax error, an error in the top
 // level, a returned value of the wrong shape).
-std::string LoadScript(Vm& vm, const std::string& path, Script* out);
+// `text`: the script's source as already read (the checked copy); null:
+// read path now.
+std::string LoadScript(Vm& vm, const std::string& path, Script* out,
+                       const std::string* text = nullptr);
 
 }  // namespace gearbox::lua
