@@ -67,4 +67,14 @@ int AcceptConnection(int listen_fd, AcceptError& error) {
   }
 }
 
+int AcceptGate::Accept(int listen_fd, int64_t open, Clock::time_point now) {
+  if (!Open(open, now)) return -1;
+  AcceptError error;
+  const int fd = AcceptConnection(listen_fd, error);
+  if (fd < 0 && error == AcceptError::kExhausted) {
+    paused_until_ = now + kAcceptPause;
+  }
+  return fd;
+}
+
 }  // namespace gearbox

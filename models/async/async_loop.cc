@@ -110,7 +110,10 @@ event_callback_fn AsyncLoop::HandlerFdCallback() {
 }
 
 AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
-    : shared_(shared), stats_(stats), index_(index) {
+    : shared_(shared),
+      stats_(stats),
+      index_(index),
+      gate_(shared.limits.max_connections) {
   read_buffer_.resize(kReadBufferSize);
   env_.cycle = {nullptr, &stats, shared.request_log, index};
   if (shared_.stall_threshold.count() > 0)
@@ -249,9 +252,8 @@ void AsyncLoop::OnTick() {
   }
   // Resume accepting once below max_connections (another loop's closes count
   // too).
-  if (!accepting_ && std::chrono::steady_clock::now() >= accept_paused_until_ &&
-      shared_.open.load(std::memory_order_relaxed) <
-          shared_.limits.max_connections) {
+  if (!accepting_ && gate_.Open(shared_.open.load(std::memory_order_relaxed),
+                                std::chrono::steady_clock::now())) {
     SetAccepting(true);
   }
 }
@@ -275,20 +277,13 @@ void AsyncLoop::OnAccept(size_t listener_index) {
   // epoll rounds.
   const int batch_limit = shared_.loops > 1 ? 1 : 64;
   for (int batch = 0; batch < batch_limit; ++batch) {
-    if (shared_.open.load(std::memory_order_relaxed) >=
-        shared_.limits.max_connections) {
-      // Backpressure: leave the rest in the kernel backlog until below the cap.
-      SetAccepting(false);
-      return;
-    }
-    AcceptError error;
-    int fd = AcceptConnection(l.fd, error);
+    const int64_t open = shared_.open.load(std::memory_order_relaxed);
+    const Clock::time_point now = Clock::now();
+    const int fd = gate_.Accept(l.fd, open, now);
     if (fd < 0) {
-      if (error == AcceptError::kExhausted) {
-        // Out of descriptors: stop accepting; the tick resumes after a pause.
-        SetAccepting(false);
-        accept_paused_until_ = std::chrono::steady_clock::now() + kAcceptPause;
-      }
+      // At the cap or out of descriptors: the rest waits in the kernel
+      // backlog; the tick resumes accepting once the gate opens.
+      if (!gate_.Open(open, now)) SetAccepting(false);
       return;
     }
     auto* c = new AsyncConnection(l.protocol, shared_.limits);
@@ -306,7 +301,6 @@ void AsyncLoop::OnAccept(size_t listener_index) {
     Bump(stats_.accepted);
     stats_.open_conns.store(static_cast<uint64_t>(conns_),
                             std::memory_order_relaxed);
-    const Clock::time_point now = Clock::now();
     c->conn.Accepted(now, 0);
     Settle(c, now);
   }

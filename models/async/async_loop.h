@@ -14,8 +14,8 @@
 #include "daemon/listeners.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
-#include "models/accept_util.h"
 #include "daemon/worker_home.h"
+#include "models/accept_util.h"
 #include "models/async/async_connection.h"
 #include "models/async/async_home.h"
 
@@ -103,7 +103,7 @@ class AsyncLoop {
   event* wake_event_ = nullptr;
   event* tick_event_ = nullptr;
   int wake_fd_ = -1;
-  std::chrono::steady_clock::time_point accept_paused_until_{};
+  AcceptGate gate_;
   std::thread thread_;
   std::atomic<bool> exited_{false};
   // What outlives an exchange on this loop (backend connection pools): its

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cerrno>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "daemon/logging.h"
@@ -61,7 +60,8 @@ class ChildLoop {
         stats_(ctx_.stats->Slot(static_cast<size_t>(args.slot))),
         park_fd_(args.park_fd),
         unpark_fd_(args.unpark_fd),
-        held_(kHeldPerChild, &stats_.idle_held) {}
+        held_(kHeldPerChild, &stats_.idle_held),
+        gate_(ctx_.config.limits.max_connections) {}
 
   void SetUp();
   [[noreturn]] void Run();
@@ -81,6 +81,7 @@ class ChildLoop {
   bool TakeHandBack();
   void AcceptFrom(size_t listener);
   void StopParking();
+  int64_t ModelOpen() const;
 
   const PreforkChildArgs& args_;
   const ModelContext& ctx_;
@@ -106,7 +107,12 @@ class ChildLoop {
   // A held connection with a request, found by the policy's last wait: serve
   // it before polling (-1: none).
   int ready_held_ = -1;
+  AcceptGate gate_;
 };
+
+// While the gate is closed (at max_connections, out of descriptors) the
+// listeners are left out of the poll; it looks again this often.
+constexpr int kGateRecheckMs = 50;
 
 void ChildLoop::SetUp() {
   std::set<int> keep;
@@ -283,15 +289,24 @@ bool ChildLoop::TakeHandBack() {
   return false;
 }
 
-void ChildLoop::AcceptFrom(size_t listener) {
-  AcceptError error;
-  int fd = AcceptConnection(listen_fds_[listener], error);
-  if (fd < 0) {
-    // Out of descriptors: back off instead of spinning on a ready listener.
-    if (error == AcceptError::kExhausted)
-      std::this_thread::sleep_for(kAcceptPause);
-    return;
+// Connections the whole model holds, every child's and the guard's, from the
+// shared stats region: what max_connections caps. O(slots), slots <=
+// max_workers + 1, once per poll: less than the poll() it precedes.
+int64_t ChildLoop::ModelOpen() const {
+  uint64_t open = 0;
+  for (size_t i = 0; i < ctx_.stats->size(); ++i) {
+    const WorkerStats& s = ctx_.stats->Slot(i);
+    open += s.open_conns.load(std::memory_order_relaxed) +
+            s.idle_held.load(std::memory_order_relaxed);
   }
+  return static_cast<int64_t>(open);
+}
+
+void ChildLoop::AcceptFrom(size_t listener) {
+  // Out of descriptors closes the gate for a pause (Run() leaves the
+  // listeners out of its poll meanwhile) instead of spinning on them.
+  const int fd = gate_.Accept(listen_fds_[listener], ModelOpen(), Clock::now());
+  if (fd < 0) return;
   Bump(stats_.accepted);
   auto c = std::make_unique<BlockingConnection>(
       fd, (*ctx_.listeners)[listener].protocol, ctx_.config.limits);
@@ -333,12 +348,15 @@ void ChildLoop::Run() {
     pfds.clear();
     if (unpark_fd_ >= 0) pfds.push_back({unpark_fd_, POLLIN, 0});
     const size_t first_listener = pfds.size();
-    if (accepting)
+    const bool gate_open = accepting && gate_.Open(ModelOpen(), Clock::now());
+    if (gate_open)
       for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
     const size_t first_held = pfds.size();
     for (int fd : held_.fds()) pfds.push_back({fd, POLLIN, 0});
-    int n = poll(pfds.data(), pfds.size(),
-                 std::min(1000, MillisUntil(held_.earliest())));
+    int timeout_ms = std::min(1000, MillisUntil(held_.earliest()));
+    if (accepting && !gate_open)
+      timeout_ms = std::min(timeout_ms, kGateRecheckMs);
+    int n = poll(pfds.data(), pfds.size(), timeout_ms);
     if (n < 0) continue;  // EINTR: look at g_draining again
     // PR_SET_PDEATHSIG tells a child its master died; this is the backstop,
     // once a second while idle rather than a syscall per connection.

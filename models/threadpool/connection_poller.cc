@@ -25,7 +25,10 @@ constexpr std::chrono::milliseconds kSeatRetake{2};
 
 ConnectionPoller::ConnectionPoller(const ModelContext& ctx, ReadyQueue& queue,
                                    const std::atomic<bool>& draining)
-    : ctx_(ctx), queue_(queue), draining_(draining) {
+    : ctx_(ctx),
+      queue_(queue),
+      draining_(draining),
+      gate_(ctx.config.limits.max_connections) {
   // No router: the poller never starts a request, a worker does.
   env_.cycle = {nullptr, &ctx.stats->Slot(0), ctx.request_log.get(), 0};
   env_.limits = &ctx.config.limits;
@@ -105,10 +108,9 @@ Status ConnectionPoller::SetListening(bool on) {
 // absorbs the burst until connections close.
 void ConnectionPoller::AdjustListening() {
   if (drain_seen_) return;
-  const bool at_cap = open() >= ctx_.config.limits.max_connections;
-  const bool paused = Clock::now() < accept_paused_until_;
-  if ((at_cap || paused) && listening_) SetListening(false);
-  if (!at_cap && !paused && !listening_) SetListening(true);
+  const bool may_accept = gate_.Open(open(), Clock::now());
+  if (!may_accept && listening_) SetListening(false);
+  if (may_accept && !listening_) SetListening(true);
 }
 
 // Stop accepting; idle keep-alive clients are closed at once.
@@ -157,15 +159,12 @@ void ConnectionPoller::Loop() {
 void ConnectionPoller::AcceptFrom(size_t index) {
   const Listener& l = (*ctx_.listeners)[index];
   for (int batch = 0; batch < 64; ++batch) {
-    if (open() >= ctx_.config.limits.max_connections) return;
-    AcceptError error;
-    int fd = AcceptConnection(l.fd, error);
+    const Clock::time_point now = Clock::now();
+    const int fd = gate_.Accept(l.fd, open(), now);
     if (fd < 0) {
-      if (error == AcceptError::kExhausted) {
-        // Out of descriptors: stop watching the listeners for a moment.
-        SetListening(false);
-        accept_paused_until_ = Clock::now() + kAcceptPause;
-      }
+      // At the cap or out of descriptors: stop watching the listeners until
+      // the gate opens (AdjustListening, every pass of the loop).
+      if (!gate_.Open(open(), now)) SetListening(false);
       return;
     }
     Bump(env_.cycle.stats->accepted);

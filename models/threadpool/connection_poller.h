@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/connection/connection.h"
+#include "models/accept_util.h"
 #include "models/blocking_connection.h"
 #include "models/model.h"
 #include "models/threadpool/ready_queue.h"
@@ -60,7 +61,7 @@ class ConnectionPoller {
   int wake_fd_ = -1;
   bool listening_ = false;
   bool drain_seen_ = false;
-  Clock::time_point accept_paused_until_{};
+  AcceptGate gate_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> acknowledged_{false};
   std::atomic<int64_t> open_{0};

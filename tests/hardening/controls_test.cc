@@ -5,6 +5,7 @@
 // generous margins, not tight races; every figure goes to the test log.
 #include <dirent.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -490,6 +491,47 @@ TEST_F(ControlsTest, ThreadpoolGrowsToMaxThreadsAndShrinksWhenIdle) {
   EXPECT_NE(json.find("\"pool\":{\"workers\":4,\"min\":4,\"max\":64}"),
             std::string::npos)
       << json;
+}
+
+// True when bytes from the server wait on `fd` (a peek, no wait).
+bool HasBytes(int fd) {
+  char byte;
+  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+// [limits] max_connections under every model (prefork's children check it
+// too, against the whole model's count): at the cap a new client waits in the
+// kernel backlog, unserved, while the connections held are served; one
+// closes, and the waiting client is served.
+TEST_F(ControlsTest, AtMaxConnectionsNewClientsWaitForAClose) {
+  constexpr int kCap = 3;
+  Settings s;
+  s.max_connections = kCap;
+  s.workers = 2;
+  s.threads = 2;
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  std::vector<Connection> held;
+  for (int i = 0; i < kCap; ++i) {
+    held.push_back(Connection::Open(port()));
+    ASSERT_TRUE(held.back().Send(GetRequest("/hello"))) << held.back().error();
+    HttpResponse r = held.back().ReadResponse();
+    ASSERT_EQ(r.status, 200) << "held " << i << ": " << r.error;
+  }
+  Connection waiting = Connection::Open(port());  // the kernel completes it
+  ASSERT_TRUE(waiting.ok()) << waiting.error();
+  ASSERT_TRUE(waiting.Send(GetRequest("/hello"))) << waiting.error();
+  // Requests on a held connection are served after the waiting one was sent
+  // (the server runs), and it still holds exactly the cap.
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(held[0].Send(GetRequest("/status"))) << held[0].error();
+    HttpResponse st = held[0].ReadResponse();
+    ASSERT_EQ(st.status, 200) << st.error;
+    EXPECT_EQ(JsonNumber(st.body, "open"), kCap) << st.body;
+  }
+  EXPECT_FALSE(HasBytes(waiting.fd())) << "served past max_connections";
+  held.pop_back();  // closes one
+  HttpResponse r = waiting.ReadResponse(Millis(5000));
+  EXPECT_EQ(r.status, 200) << "not served after a close: " << r.error;
 }
 
 }  // namespace
