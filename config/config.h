@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "config/ip_net.h"
 #include "config/model_sections.h"
 #include "config/params.h"
 #include "config/route_pattern.h"
@@ -34,6 +35,10 @@ struct ServerConfig {
   // Allows routes whose handler is fault_test_only (HandlerSchema): the
   // `crash` handler, which aborts the process.
   bool enable_crash_handler = false;
+  // Peers whose X-Forwarded-For / X-Real-IP name the client (nginx's
+  // set_real_ip_from): by default unix-socket peers and loopback, where the
+  // packaged nginx connects from.
+  std::vector<IpNet> trusted_proxies = DefaultTrustedProxies();
 };
 
 struct LimitsConfig {

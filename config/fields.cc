@@ -231,12 +231,32 @@ std::vector<Field> ListenFields(ListenConfig* listen) {
           {"unix_mode", FileMode(&listen->unix_mode)}};
 }
 
+std::optional<std::string> StringList(const toml::node& node,
+                                      std::vector<std::string>* out);
+
+// [server] trusted_proxies: an array of "unix", addresses and networks.
+Reader TrustedProxies(std::vector<IpNet>* out) {
+  return [out](const toml::node& node) -> std::optional<std::string> {
+    std::vector<std::string> texts;
+    if (auto complaint = StringList(node, &texts)) return complaint;
+    std::vector<IpNet> nets(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (auto complaint = ParseIpNet(texts[i], &nets[i])) {
+        return "element " + std::to_string(i) + ": " + *complaint;
+      }
+    }
+    *out = std::move(nets);
+    return std::nullopt;
+  };
+}
+
 std::vector<Field> ServerFields(ServerConfig* server,
                                 std::span<const std::string_view> models) {
   return {
       {"model", OneOf(models, "model", &server->model)},
       {"graceful_timeout", Dur(&server->graceful_timeout, Duration(0), kYear)},
-      {"enable_crash_handler", Bool(&server->enable_crash_handler)}};
+      {"enable_crash_handler", Bool(&server->enable_crash_handler)},
+      {"trusted_proxies", TrustedProxies(&server->trusted_proxies)}};
 }
 
 std::vector<Field> LimitsFields(LimitsConfig* l) {

@@ -210,7 +210,12 @@ std::string FormatConfig(const Config& c,
       << "model = " << QuoteToml(c.server.model) << "\n"
       << "graceful_timeout = " << Dur(c.server.graceful_timeout) << "\n"
       << "enable_crash_handler = "
-      << (c.server.enable_crash_handler ? "true" : "false") << "\n";
+      << (c.server.enable_crash_handler ? "true" : "false") << "\n"
+      << "trusted_proxies = [";
+  for (size_t i = 0; i < c.server.trusted_proxies.size(); ++i) {
+    out << (i ? ", " : "") << QuoteToml(c.server.trusted_proxies[i].text);
+  }
+  out << "]\n";
 
   for (const ListenConfig& l : c.listen) {
     out << "\n[[listen]]\n"

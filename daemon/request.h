@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/ip_net.h"
+
 namespace gearbox {
 
 struct Header {
@@ -26,6 +28,15 @@ struct PathParam {
 // Most wildcards one pattern may have (the config loader refuses more):
 // captures are an inline array, so routing never allocates.
 inline constexpr size_t kMaxPathParams = 8;
+
+// Where a request came from: its connection's, set before the handler
+// starts and valid while it runs.
+struct RequestOrigin {
+  std::string_view listener;       // the [[listen]] name ("http", or systemd's)
+  std::string_view protocol;       // "http" or "fastcgi"
+  IpAddress peer;                  // the connection's peer
+  std::span<const IpNet> trusted;  // [server] trusted_proxies
+};
 
 // Views point into the connection's input buffer (or the codec's body buffer)
 // and are valid until the request is consumed. Handlers copy what they keep
@@ -50,6 +61,25 @@ struct Request {
   // a request whose path needs no decoding never touches it).
   std::string decoded;
 
+  // The connection's origin; null outside a connection (unit tests).
+  const RequestOrigin* origin = nullptr;
+  // FastCGI's REMOTE_ADDR as the front end sent it (read over FastCGI only).
+  std::string_view remote_addr;
+
+  // The client's address as text ("203.0.113.7"): from a trusted peer
+  // (origin->trusted) the rightmost X-Forwarded-For entry that is not itself
+  // trusted, else X-Real-IP, or over FastCGI REMOTE_ADDR; from another peer
+  // its own address. Empty when unknown (a unix-socket peer that says
+  // nothing). Computed on the first call per request, without allocating;
+  // valid as long as the request's other views.
+  std::string_view Client() const;
+  // The connection sets a new origin for each request: forget the last
+  // request's client.
+  void SetOrigin(const RequestOrigin* o) {
+    origin = o;
+    client_known_ = false;
+  }
+
   // Case-insensitive header lookup; empty when absent. O(n), n = header count.
   std::string_view FindHeader(std::string_view name) const;
   // Value of `key` in the query string (no percent-decoding); empty when
@@ -70,6 +100,11 @@ struct Request {
   }
   // Splits target into path and query.
   void SetTarget(std::string_view raw_target);
+
+ private:
+  mutable std::string_view client_;
+  mutable bool client_known_ = false;
+  mutable std::array<char, kIpTextSize> client_text_{};
 };
 
 }  // namespace gearbox

@@ -33,11 +33,39 @@ void LogRateLimited(int listen_fd, int err) {
 
 unsigned long EmfileEvents() { return emfile_events.load(); }
 
-int AcceptConnection(int listen_fd, AcceptError& error) {
+namespace {
+
+// The peer accept() filled in (no extra system call).
+IpAddress PeerOf(const sockaddr_storage& addr) {
+  IpAddress peer;
+  if (addr.ss_family == AF_UNIX) {
+    peer.family = IpAddress::Family::kUnix;
+  } else if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+    peer.family = IpAddress::Family::kV4;
+    memcpy(peer.bytes.data(), &in.sin_addr, 4);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
+    // An IPv4-mapped peer (a dual-stack listener) is an IPv4 one.
+    const bool mapped = IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr);
+    peer.family = mapped ? IpAddress::Family::kV4 : IpAddress::Family::kV6;
+    memcpy(peer.bytes.data(), in6.sin6_addr.s6_addr + (mapped ? 12 : 0),
+           mapped ? 4 : 16);
+  }
+  return peer;
+}
+
+}  // namespace
+
+int AcceptConnection(int listen_fd, AcceptError& error, IpAddress& peer) {
   error = AcceptError::kNone;
   for (;;) {
-    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
+      peer = PeerOf(addr);
       int one = 1;
       // Fails harmlessly (EOPNOTSUPP) on unix sockets.
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -67,10 +95,11 @@ int AcceptConnection(int listen_fd, AcceptError& error) {
   }
 }
 
-int AcceptGate::Accept(int listen_fd, int64_t open, Clock::time_point now) {
+int AcceptGate::Accept(int listen_fd, int64_t open, Clock::time_point now,
+                       IpAddress& peer) {
   if (!Open(open, now)) return -1;
   AcceptError error;
-  const int fd = AcceptConnection(listen_fd, error);
+  const int fd = AcceptConnection(listen_fd, error, peer);
   if (fd < 0 && error == AcceptError::kExhausted) {
     paused_until_ = now + kAcceptPause;
   }

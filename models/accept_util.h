@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "config/ip_net.h"
+
 namespace gearbox {
 
 inline constexpr std::chrono::milliseconds kAcceptPause{100};
@@ -17,7 +19,8 @@ enum class AcceptError { kNone, kAgain, kExhausted, kOther };
 
 // Returns the new connection's fd, or -1 with `error` set (kAgain: nothing to
 // accept; kExhausted: out of descriptors, pause; kOther: logged, rate-limited).
-int AcceptConnection(int listen_fd, AcceptError& error);
+// `peer` gets the client's end (kUnix for a unix-socket peer).
+int AcceptConnection(int listen_fd, AcceptError& error, IpAddress& peer);
 
 // Descriptor-exhaustion events so far (for tests and logs).
 unsigned long EmfileEvents();
@@ -36,10 +39,11 @@ class AcceptGate {
   bool Open(int64_t open, Clock::time_point now) const {
     return open < cap_ && now >= paused_until_;
   }
-  // AcceptConnection(), when Open(open, now): the new fd, or -1 (nothing
-  // waiting, at the cap, an error logged, or out of descriptors: then the
-  // gate stays closed for kAcceptPause).
-  int Accept(int listen_fd, int64_t open, Clock::time_point now);
+  // AcceptConnection(), when Open(open, now): the new fd (and its `peer`),
+  // or -1 (nothing waiting, at the cap, an error logged, or out of
+  // descriptors: then the gate stays closed for kAcceptPause).
+  int Accept(int listen_fd, int64_t open, Clock::time_point now,
+             IpAddress& peer);
   // The end of the current exhaustion pause (in the past when none).
   Clock::time_point paused_until() const { return paused_until_; }
 

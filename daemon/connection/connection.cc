@@ -37,7 +37,9 @@ struct Connection::Pending {
 };
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
-    : codec_(MakeCodec(protocol, limits)) {}
+    : codec_(MakeCodec(protocol, limits)) {
+  origin_.protocol = protocol == Protocol::kFastCgi ? "fastcgi" : "http";
+}
 
 Connection::~Connection() = default;
 
@@ -55,6 +57,7 @@ void Connection::Adopt(const ConnectionProgress& progress,
   fresh_ = progress.fresh;
   ready_us_ = progress.ready_us;
   replayed_out_ = progress.replayed_out;
+  origin_.peer = progress.peer;
   // No bytes: a fresh connection still owed its first request, or a kept-
   // alive one between requests (the prefork guard holds those too).
   phase_ = !bytes.empty() ? Phase::kHead
@@ -70,6 +73,7 @@ ConnectionProgress Connection::Progress() const {
   p.deadline = deadline_;
   p.ready_us = ready_us_;
   p.replayed_out = unconsumed_replies_ + replayed_out_;
+  p.peer = origin_.peer;
   return p;
 }
 
@@ -176,6 +180,8 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
                               bool external, size_t& pos,
                               Clock::time_point now) {
   (void)view;
+  origin_.trusted = env_->trusted;
+  env_->request->SetOrigin(&origin_);
   Request& request = *env_->request;
   Response& response = *env_->response;
   // Asked before the handler runs: the answer is framed with the response.

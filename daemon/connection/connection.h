@@ -78,6 +78,8 @@ struct ConnectionEnv {
   // allocation. A waiting exchange moves its response out of it.
   Request* request = nullptr;
   Response* response = nullptr;
+  // [server] trusted_proxies, for Request::Client(); empty: trust no peer.
+  std::span<const IpNet> trusted;
 };
 
 // Per-model decision the machine asks for at one point of each request.
@@ -95,6 +97,7 @@ struct ConnectionProgress {
   Clock::time_point deadline{};  // the head's deadline
   uint64_t ready_us = 0;         // accept time, for the queue-wait figure
   uint64_t replayed_out = 0;     // see Connection::replayed_out_
+  IpAddress peer;                // the client's end, from accept()
 };
 
 class Connection {
@@ -110,6 +113,12 @@ class Connection {
   const ConnectionEnv* env() const { return env_; }
 
   // --- events --------------------------------------------------------------
+  // Where its requests come from (Request::origin): the [[listen]] name
+  // (viewed: the generation's listeners outlive their connections) and the
+  // peer accept() returned. An adopted connection's peer comes with its
+  // progress.
+  void SetListener(std::string_view name) { origin_.listener = name; }
+  void SetPeer(const IpAddress& peer) { origin_.peer = peer; }
   // Accepted now: the first request is due within header_timeout.
   void Accepted(Clock::time_point now, uint64_t ready_us);
   // Taken over from another process with `bytes` already read.
@@ -211,6 +220,7 @@ class Connection {
 
   const ConnectionEnv* env_ = nullptr;
   std::unique_ptr<ServerCodec> codec_;
+  RequestOrigin origin_;
   ResponsePolicy* policy_ = nullptr;
   Buffer in_;
   std::string out_;

@@ -384,13 +384,37 @@ bool FastCgiParser::FindParam(std::string_view name,
   return false;
 }
 
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The client's HTTP version as the front end reports it in SERVER_PROTOCOL
+// ("HTTP/1.0", "HTTP/2.0", "HTTP/2"); 1.1 when absent or unreadable.
+void ReadVersion(std::string_view protocol, Request& request) {
+  request.version_major = 1;
+  request.version_minor = 1;
+  if (protocol.size() < 6 || protocol.substr(0, 5) != "HTTP/" ||
+      !IsDigit(protocol[5])) {
+    return;
+  }
+  request.version_major = static_cast<uint8_t>(protocol[5] - '0');
+  const bool minor =
+      protocol.size() == 8 && protocol[6] == '.' && IsDigit(protocol[7]);
+  request.version_minor = minor ? static_cast<uint8_t>(protocol[7] - '0') : 0;
+}
+
+}  // namespace
+
 void FastCgiParser::BuildRequest(Request& request) {
   std::string_view method, uri, query, script, path_info;
   FindParam("REQUEST_METHOD", &method);
   const bool has_query = FindParam("QUERY_STRING", &query);
   request.method = method;
-  request.version_major = 1;
-  request.version_minor = 1;
+  std::string_view protocol;
+  FindParam("SERVER_PROTOCOL", &protocol);
+  ReadVersion(protocol, request);
+  request.remote_addr = {};
+  FindParam("REMOTE_ADDR", &request.remote_addr);
   request.keep_alive = keep_conn_;
   request.is_head = method == "HEAD";
   request.body = body_;

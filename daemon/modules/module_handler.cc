@@ -1,6 +1,8 @@
 #include "daemon/modules/module_handler.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,19 @@ class ModuleHandler final : public Handler {
     r.headers = headers_.data();
     r.header_count = headers_.size();
     r.body = Str(request.body);
+    r.version_major = request.version_major;
+    r.version_minor = request.version_minor;
+    if (request.origin) {
+      r.listener = Str(request.origin->listener);
+      r.protocol = Str(request.origin->protocol);
+    }
+    r.client_address = Str(request.Client());
+    const std::span<const PathParam> params = request.Params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      captures_[i] = {Str(params[i].name), Str(params[i].value)};
+    }
+    r.captures = captures_.data();
+    r.capture_count = params.size();
     void* state = library_.api().start(instance_, &r);
     if (!state) {
       LogError("module_start_failed", "module={} path={} msg=\"answering 500\"",
@@ -143,6 +158,7 @@ class ModuleHandler final : public Handler {
   void* instance_ = nullptr;
   bool failed_ = false;  // worker_init() called worker_error()
   std::vector<gearbox_header> headers_;
+  std::array<gearbox_capture, kMaxPathParams> captures_{};
 };
 
 }  // namespace

@@ -170,6 +170,16 @@ gearbox_str RequestHeader(const gearbox_request* request, const char* name) {
   return {nullptr, 0};
 }
 
+gearbox_str RequestCapture(const gearbox_request* request, const char* name) {
+  const std::string_view wanted = name ? name : "";
+  for (size_t i = 0; i < request->capture_count; ++i) {
+    if (View(request->captures[i].name) == wanted) {
+      return request->captures[i].value;
+    }
+  }
+  return {nullptr, 0};
+}
+
 gearbox_str RequestQuery(const gearbox_request* request, const char* key) {
   const std::string_view wanted = key ? key : "";
   std::string_view rest = View(request->query);
@@ -324,6 +334,7 @@ void InitModuleHost(ModuleHost& host, const std::string& name) {
   t.now_us = &NowUs;
   t.route_timeout_us = &RouteTimeoutUs;
   t.worker_error = &WorkerError;
+  t.request_capture = &RequestCapture;
 }
 
 void SetWorkerInit(WorkerInitState* state) { t_worker_init = state; }

@@ -119,6 +119,7 @@ AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
   if (shared_.stall_threshold.count() > 0)
     env_.cycle.started_path = &started_path_;
   env_.limits = &shared_.limits;
+  env_.trusted = shared_.trusted;
   env_.draining = &shared_.draining;
   env_.request = &request_;
   env_.response = &response_;
@@ -279,7 +280,8 @@ void AsyncLoop::OnAccept(size_t listener_index) {
   for (int batch = 0; batch < batch_limit; ++batch) {
     const int64_t open = shared_.open.load(std::memory_order_relaxed);
     const Clock::time_point now = Clock::now();
-    const int fd = gate_.Accept(l.fd, open, now);
+    IpAddress peer;
+    const int fd = gate_.Accept(l.fd, open, now, peer);
     if (fd < 0) {
       // At the cap or out of descriptors: the rest waits in the kernel
       // backlog; the tick resumes accepting once the gate opens.
@@ -290,6 +292,8 @@ void AsyncLoop::OnAccept(size_t listener_index) {
     c->loop = this;
     c->fd = fd;
     c->conn.Attach(&env_);
+    c->conn.SetListener(l.name);
+    c->conn.SetPeer(peer);
     event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read,
                  c);
     event_assign(&c->timer, base_, -1, 0, &AsyncCallbacks::Timer, c);

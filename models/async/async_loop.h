@@ -27,6 +27,7 @@ struct AsyncShared {
   const RouteSet* routes = nullptr;  // each loop makes its own Router
   const RequestLog* request_log = nullptr;
   LimitsConfig limits;
+  std::vector<IpNet> trusted;  // [server] trusted_proxies
   // A callback longer than this is logged and counted; zero: not timed.
   std::chrono::microseconds stall_threshold{0};
   std::atomic<int64_t> open{

@@ -38,6 +38,7 @@ class AsyncModel final : public Model {
     shared_.routes = ctx.routes.get();
     shared_.request_log = ctx.request_log.get();
     shared_.limits = ctx.config.limits;
+    shared_.trusted = ctx.config.server.trusted_proxies;
     shared_.stall_threshold = ctx.config.async.stall_threshold;
     const int loops = Loops(ctx.config);
     shared_.loops = loops;

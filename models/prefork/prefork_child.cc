@@ -141,6 +141,7 @@ void ChildLoop::SetUp() {
   router_ = ctx_.routes->MakeRouter(args_.slot, &stats_);
   bc_.env.cycle = {router_.get(), &stats_, ctx_.request_log.get(), args_.slot};
   bc_.env.limits = &ctx_.config.limits;
+  bc_.env.trusted = ctx_.config.server.trusted_proxies;
   bc_.env.draining = &g_draining;
   bc_.env.request = &request_;
   bc_.env.response = &response_;
@@ -279,6 +280,7 @@ bool ChildLoop::TakeHandBack() {
     auto c = std::make_unique<BlockingConnection>(
         fd, (*ctx_.listeners)[header.listener].protocol, ctx_.config.limits);
     c->conn.Attach(&bc_.env);
+    c->conn.SetListener((*ctx_.listeners)[header.listener].name);
     c->conn.Adopt(header.progress, inbox_.view());
     Serve(std::move(c), header.listener);
     return true;
@@ -305,12 +307,16 @@ int64_t ChildLoop::ModelOpen() const {
 void ChildLoop::AcceptFrom(size_t listener) {
   // Out of descriptors closes the gate for a pause (Run() leaves the
   // listeners out of its poll meanwhile) instead of spinning on them.
-  const int fd = gate_.Accept(listen_fds_[listener], ModelOpen(), Clock::now());
+  IpAddress peer;
+  const int fd =
+      gate_.Accept(listen_fds_[listener], ModelOpen(), Clock::now(), peer);
   if (fd < 0) return;
   Bump(stats_.accepted);
   auto c = std::make_unique<BlockingConnection>(
       fd, (*ctx_.listeners)[listener].protocol, ctx_.config.limits);
   c->conn.Attach(&bc_.env);
+  c->conn.SetListener((*ctx_.listeners)[listener].name);
+  c->conn.SetPeer(peer);
   c->conn.Accepted(Clock::now(), NowMicros());
   Serve(std::move(c), static_cast<uint32_t>(listener));
 }

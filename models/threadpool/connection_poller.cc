@@ -160,7 +160,8 @@ void ConnectionPoller::AcceptFrom(size_t index) {
   const Listener& l = (*ctx_.listeners)[index];
   for (int batch = 0; batch < 64; ++batch) {
     const Clock::time_point now = Clock::now();
-    const int fd = gate_.Accept(l.fd, open(), now);
+    IpAddress peer;
+    const int fd = gate_.Accept(l.fd, open(), now, peer);
     if (fd < 0) {
       // At the cap or out of descriptors: stop watching the listeners until
       // the gate opens (AdjustListening, every pass of the loop).
@@ -171,6 +172,8 @@ void ConnectionPoller::AcceptFrom(size_t index) {
     open_.fetch_add(1, std::memory_order_relaxed);
     auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
     c->conn.Attach(&env_);
+    c->conn.SetListener(l.name);
+    c->conn.SetPeer(peer);
     c->conn.Accepted(Clock::now(), 0);
     Dispatch(c);
   }

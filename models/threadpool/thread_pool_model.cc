@@ -298,6 +298,7 @@ class ThreadPoolModel final : public Model {
     bc.env.cycle = {router.get(), &stats, ctx_.request_log.get(),
                     static_cast<int>(index)};
     bc.env.limits = &ctx_.config.limits;
+    bc.env.trusted = ctx_.config.server.trusted_proxies;
     bc.env.draining = &draining_;
     bc.env.request = &request;
     bc.env.response = &response;

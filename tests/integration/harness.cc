@@ -130,7 +130,8 @@ std::string RenderConfig(const DaemonConfig& config) {
   t += "[server]\n";
   t += "model = \"" + config.model + "\"\n";
   // Short enough that a stuck drain fails the test well before Bazel's timeout.
-  t += "graceful_timeout = \"5s\"\n\n";
+  t += "graceful_timeout = \"5s\"\n";
+  t += config.server + "\n";
   t += "[[listen]]\n";
   t += "address = \"127.0.0.1:0\"\n";
   t += "protocol = \"http\"\n";

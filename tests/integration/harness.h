@@ -35,6 +35,8 @@ bool InitModelFromArgs(int argc, char** argv);
 
 struct DaemonConfig {
   std::string model;  // [server] model
+  // More [server] lines ("trusted_proxies = [\"unix\"]\n").
+  std::string server;
   // TOML tables appended verbatim after [server] and [[listen]], e.g.
   // "[limits]\nmax_body_bytes = 1024\n". Must not repeat [server].
   std::string sections;

@@ -11,6 +11,8 @@
  *   close       closes the fd it waited on inside resume(), waits on a new
  *               one (the number is reused), twice: "reused=1 wakes=...";
  *               ?after=deadline: the first wait ends at its timeout
+ *   request     the 1.1 request fields: "version=1.1 listener=L protocol=P
+ *               client=C captures=name:value,... id=V" (id: request_capture)
  *   pool        waits on the worker instance's own socketpair, kept across
  *               exchanges: "worker=W pool_fd=N uses=N"; a read that meets EAGAIN
  *               (another exchange took the byte) waits again
@@ -51,7 +53,7 @@ struct instance {
   int worker;
 };
 
-enum what { INFO, RESET, CONNECT, SIGPIPE_, CLOSE, POOL };
+enum what { INFO, RESET, CONNECT, SIGPIPE_, CLOSE, POOL, REQUEST };
 
 struct exchange {
   struct instance *in;
@@ -120,18 +122,41 @@ static int is(gearbox_str v, const char *s) {
   return v.size == strlen(s) && memcmp(v.data, s, v.size) == 0;
 }
 
+static void append(struct exchange *x, const char *label, gearbox_str v) {
+  if (x->len >= sizeof x->text) return;
+  int n = snprintf(x->text + x->len, sizeof x->text - x->len, "%s%.*s", label,
+                   (int)v.size, v.data ? v.data : "");
+  if (n > 0) x->len += (size_t)n;
+  if (x->len > sizeof x->text) x->len = sizeof x->text;
+}
+
+/* The request is valid during start() only: the answer is written now. */
+static void describe(struct exchange *x, const gearbox_request *r) {
+  say(x, "version=%ld.%ld", (long)r->version_major, (long)r->version_minor, 0);
+  append(x, " listener=", r->listener);
+  append(x, " protocol=", r->protocol);
+  append(x, " client=", r->client_address);
+  append(x, " captures=", (gearbox_str){"", 0});
+  for (size_t i = 0; i < r->capture_count; ++i) {
+    append(x, i ? "," : "", r->captures[i].name);
+    append(x, ":", r->captures[i].value);
+  }
+  append(x, " id=", gb->request_capture(r, "id"));
+}
+
 static void *start(void *instance, const gearbox_request *request) {
-  static const char *names[] = {"info",  "reset", "connect",
-                                "sigpipe", "close", "pool"};
+  static const char *names[] = {"info",  "reset", "connect", "sigpipe",
+                                "close", "pool",  "request"};
   gearbox_str what = gb->request_query(request, "do");
   struct exchange *x = calloc(1, sizeof *x);
   if (!x) return NULL;
   x->in = instance;
   x->fds[0] = x->fds[1] = x->listener = -1;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 7; ++i) {
     if (is(what, names[i])) x->what = (enum what)i;
   }
   x->after_deadline = is(gb->request_query(request, "after"), "deadline");
+  if (x->what == REQUEST) describe(x, request);
   return x;
 }
 
@@ -294,6 +319,8 @@ static void resume(void *exchange, const gearbox_wake *wake,
     case POOL:
       waiting = pool(x, wake, next);
       break;
+    case REQUEST:
+      break; /* described in start() */
   }
   x->round++;
   if (waiting) return;

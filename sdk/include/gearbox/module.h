@@ -110,6 +110,13 @@ typedef struct gearbox_header {
   gearbox_str value;
 } gearbox_header;
 
+/* A capture of the route's path pattern (1.1): `{id}` in "/items/{id}"
+ * names it; the value is the request's segment, percent-decoded once. */
+typedef struct gearbox_capture {
+  gearbox_str name;
+  gearbox_str value;
+} gearbox_capture;
+
 /* A request, valid only during start(): copy what later callbacks need. */
 typedef struct gearbox_request {
   uint32_t struct_size;
@@ -120,6 +127,30 @@ typedef struct gearbox_request {
   const gearbox_header *headers;
   size_t header_count;
   gearbox_str body; /* the whole body (gearboxd read it before start()) */
+
+  /* --- ABI 1.1: gearboxd >= 1.1 always fills these; a 1.0 module's struct
+   * ends above and never reads them. --- */
+  /* The client's HTTP version: 1 and 1 for HTTP/1.1. Over FastCGI, the
+   * version the front end reports (SERVER_PROTOCOL): "HTTP/2.0" is 2, 0. */
+  uint32_t version_major;
+  uint32_t version_minor;
+  /* The listener it came in on: its [[listen]] name ("http", "fastcgi", or
+   * systemd's FileDescriptorName=) and its protocol ("http" or
+   * "fastcgi"). */
+  gearbox_str listener;
+  gearbox_str protocol;
+  /* The client's IP address as text ("203.0.113.7", "2001:db8::1"). From a
+   * peer in [server] trusted_proxies (default: unix-socket peers and
+   * loopback, where the packaged nginx connects from): the rightmost
+   * X-Forwarded-For entry that is not itself trusted, else X-Real-IP, or
+   * over FastCGI the front end's REMOTE_ADDR; from any other peer, the
+   * peer's address. Size 0 when unknown (a unix-socket peer that names no
+   * client). */
+  gearbox_str client_address;
+  /* The matched route's path captures, in pattern order (none for an exact
+   * or prefix route). host->request_capture() finds one by name. */
+  const gearbox_capture *captures;
+  size_t capture_count;
 } gearbox_request;
 
 /* Opaque: set through gearbox_host's response functions. */
@@ -327,6 +358,11 @@ typedef struct gearbox_host {
    * again. A backend that is down is not a reason: connect lazily and answer
    * 502/503 per request instead, so the worker recovers with the backend. */
   void (*worker_error)(const gearbox_worker *worker, const char *message);
+  /* The value of the path capture `name` ("id" for "/items/{id}"); size 0
+   * if the route has none of that name (or it matched empty, as a
+   * `{rest...}` may). */
+  gearbox_str (*request_capture)(const gearbox_request *request,
+                                 const char *name);
 } gearbox_host;
 
 #if defined(__GNUC__)

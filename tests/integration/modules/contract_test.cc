@@ -32,8 +32,10 @@ std::string ContractSections() {
 
 class ContractTest : public ModuleTest {
  protected:
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartWith(Sections())); }
-  virtual std::string Sections() { return ContractSections(); }
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(StartWith(ContractSections(), true, Server()));
+  }
+  virtual std::string Server() { return ""; }
   HttpResponse Get(const std::string& target) {
     return Exchange(port(), GetRequest(target));
   }
@@ -153,6 +155,42 @@ TEST_F(ContractTest, WorkerInitFailureAnswers503) {
   EXPECT_NE(log.find("msg=\"asked to fail by fail_worker_init\" answering=503"),
             std::string::npos)
       << log;
+}
+
+// The 1.1 request fields. The test client connects from loopback, which
+// [server] trusted_proxies trusts by default: X-Forwarded-For names the
+// client (its rightmost untrusted entry), else X-Real-IP, else the peer.
+TEST_F(ContractTest, RequestFields) {
+  HttpResponse r = Get("/c?do=request");
+  EXPECT_EQ(r.body,
+            "version=1.1 listener=http protocol=http client=127.0.0.1 "
+            "captures= id=\n");
+  r = Exchange(port(), "GET /c?do=request HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(r.body,
+            "version=1.0 listener=http protocol=http client=127.0.0.1 "
+            "captures= id=\n");
+  r = Exchange(port(), GetRequest("/c?do=request",
+                                  "X-Forwarded-For: 198.51.100.1, "
+                                  "203.0.113.9, ::1\r\n"
+                                  "X-Forwarded-For: 127.0.0.1\r\n"
+                                  "X-Real-IP: 192.0.2.5\r\n"));
+  EXPECT_NE(r.body.find(" client=203.0.113.9 "), std::string::npos) << r.body;
+  r = Exchange(port(), GetRequest("/c?do=request", "X-Real-IP: 192.0.2.5\r\n"));
+  EXPECT_NE(r.body.find(" client=192.0.2.5 "), std::string::npos) << r.body;
+}
+
+// With loopback not trusted, the same headers are the client's own claim:
+// the peer's address is the client.
+class UntrustedPeerTest : public ContractTest {
+  std::string Server() override { return "trusted_proxies = [\"unix\"]\n"; }
+};
+
+TEST_F(UntrustedPeerTest, HeadersFromAnUntrustedPeerAreIgnored) {
+  HttpResponse r =
+      Exchange(port(), GetRequest("/c?do=request",
+                                  "X-Forwarded-For: 203.0.113.9\r\n"
+                                  "X-Real-IP: 192.0.2.5\r\n"));
+  EXPECT_NE(r.body.find(" client=127.0.0.1 "), std::string::npos) << r.body;
 }
 
 // A module binary built against the 1.0 header loads and serves unchanged:

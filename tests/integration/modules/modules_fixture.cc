@@ -62,9 +62,11 @@ std::string ModelSections(int workers) {
          "[limits]\nmax_connections = 10000\n\n";
 }
 
-void ModuleTest::StartWith(const std::string& sections, bool default_routes) {
+void ModuleTest::StartWith(const std::string& sections, bool default_routes,
+                           const std::string& server) {
   DaemonConfig config;
   config.model = ModelUnderTest();
+  config.server = server;
   config.sections = sections;
   config.default_routes = default_routes;
   std::string error;

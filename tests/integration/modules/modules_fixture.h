@@ -28,7 +28,8 @@ std::string ModelSections(int workers);
 // A daemon, and its log on failure.
 class ModuleTest : public ::testing::Test {
  protected:
-  void StartWith(const std::string& sections, bool default_routes = true);
+  void StartWith(const std::string& sections, bool default_routes = true,
+                 const std::string& server = "");
   void TearDown() override;
   int port() const { return daemon_->port(); }
   std::unique_ptr<Daemon> daemon_;

@@ -452,7 +452,7 @@ TEST(LoaderErrorTest, UnknownKey) {
       "max_body_bytes, max_connections, request_timeout, drain_idle_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
-              "enable_crash_handler)");
+              "enable_crash_handler, trusted_proxies)");
   ExpectError("[[listen]]\naddress = \"127.0.0.1:1\"\nport = 8\n", 3, 1,
               "[[listen]] #1 port: unknown key (valid: address, protocol, "
               "name, backlog, unix_mode)");
@@ -762,6 +762,34 @@ TEST(LoaderErrorTest, CrashHandlerNeedsTheServerFlag) {
   ASSERT_EQ(c.routes.size(), 1u);
   EXPECT_EQ(c.routes[0].handler, "crash");
   EXPECT_TRUE(c.server.enable_crash_handler);
+}
+
+TEST(LoaderTest, TrustedProxies) {
+  Config c = Load("");
+  ASSERT_EQ(c.server.trusted_proxies.size(), 3u);  // unix and loopback
+  EXPECT_EQ(c.server.trusted_proxies[0].text, "unix");
+  EXPECT_EQ(c.server.trusted_proxies[1].text, "127.0.0.0/8");
+  EXPECT_EQ(c.server.trusted_proxies[2].text, "::1");
+  c = Load("[server]\ntrusted_proxies = [\"10.0.0.0/8\", \"fd00::/8\"]\n");
+  ASSERT_EQ(c.server.trusted_proxies.size(), 2u);
+  EXPECT_TRUE(c.server.trusted_proxies[0].Contains(*ParseIp("10.2.3.4")));
+  EXPECT_FALSE(Trusted(c.server.trusted_proxies, *ParseIp("127.0.0.1")));
+  ExpectRoundTrip(c);
+  c = Load("[server]\ntrusted_proxies = []\n");  // trust nobody
+  EXPECT_TRUE(c.server.trusted_proxies.empty());
+  ExpectRoundTrip(c);
+}
+
+TEST(LoaderErrorTest, TrustedProxies) {
+  ExpectError("[server]\ntrusted_proxies = [\"unix\", \"10.0.0.0/40\"]\n", 2,
+              19,
+              "[server] trusted_proxies: element 1: \"10.0.0.0/40\": bad "
+              "prefix /40 (0..32)");
+  ExpectError("[server]\ntrusted_proxies = \"unix\"\n", 2, 19,
+              "[server] trusted_proxies: expected an array of strings");
+  ExpectError("[server]\ntrusted_proxies = [\"nginx.local\"]\n", 2, 19,
+              "\"nginx.local\" is not \"unix\", an IP address or a CIDR "
+              "network");
 }
 
 TEST(LoaderErrorTest, ToString) {
