@@ -59,20 +59,19 @@ std::string_view Request::Client() const {
   if (client_known_) return client_;
   client_known_ = true;
   client_ = {};
-  if (!origin) return client_;
-  if (Trusted(origin->trusted, origin->peer)) {
+  if (Trusted(origin.trusted, origin.peer)) {
     // Over FastCGI the front end's REMOTE_ADDR is its view of the client
     // (after its own realip rules); the X-Forwarded-For it passes is the
     // client's own header, unchecked: not used.
-    if (origin->protocol == "fastcgi") {
+    if (origin.protocol == "fastcgi") {
       client_ = IfAddress(remote_addr);
     } else {
-      client_ = FromForwardedFor(*this, origin->trusted);
+      client_ = FromForwardedFor(*this, origin.trusted);
       if (client_.empty()) client_ = IfAddress(FindHeader("x-real-ip"));
     }
     if (!client_.empty()) return client_;
   }
-  client_ = FormatIp(origin->peer, client_text_.data());
+  client_ = FormatIp(origin.peer, client_text_.data());
   return client_;
 }
 

@@ -29,8 +29,8 @@ struct PathParam {
 // captures are an inline array, so routing never allocates.
 inline constexpr size_t kMaxPathParams = 8;
 
-// Where a request came from: its connection's, set before the handler
-// starts and valid while it runs.
+// Where a request came from: set by its connection before the handler starts
+// (the connection keeps only the peer and the listener's name).
 struct RequestOrigin {
   std::string_view listener;       // the [[listen]] name ("http", or systemd's)
   std::string_view protocol;       // "http" or "fastcgi"
@@ -61,8 +61,8 @@ struct Request {
   // a request whose path needs no decoding never touches it).
   std::string decoded;
 
-  // The connection's origin; null outside a connection (unit tests).
-  const RequestOrigin* origin = nullptr;
+  // Its connection's origin; all empty outside a connection (unit tests).
+  RequestOrigin origin;
   // FastCGI's REMOTE_ADDR as the front end sent it (read over FastCGI only).
   std::string_view remote_addr;
 
@@ -73,9 +73,9 @@ struct Request {
   // nothing). Computed on the first call per request, without allocating;
   // valid as long as the request's other views.
   std::string_view Client() const;
-  // The connection sets a new origin for each request: forget the last
+  // The connection sets the origin for each request: forget the last
   // request's client.
-  void SetOrigin(const RequestOrigin* o) {
+  void SetOrigin(const RequestOrigin& o) {
     origin = o;
     client_known_ = false;
   }

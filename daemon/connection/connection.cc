@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "daemon/connection/cut_off.h"
+#include "daemon/listeners.h"
 
 namespace gearbox {
 namespace {
@@ -37,9 +38,8 @@ struct Connection::Pending {
 };
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
-    : codec_(MakeCodec(protocol, limits)) {
-  origin_.protocol = protocol == Protocol::kFastCgi ? "fastcgi" : "http";
-}
+    : codec_(MakeCodec(protocol, limits)),
+      fastcgi_(protocol == Protocol::kFastCgi) {}
 
 Connection::~Connection() = default;
 
@@ -57,7 +57,7 @@ void Connection::Adopt(const ConnectionProgress& progress,
   fresh_ = progress.fresh;
   ready_us_ = progress.ready_us;
   replayed_out_ = progress.replayed_out;
-  origin_.peer = progress.peer;
+  peer_ = progress.peer;
   // No bytes: a fresh connection still owed its first request, or a kept-
   // alive one between requests (the prefork guard holds those too).
   phase_ = !bytes.empty() ? Phase::kHead
@@ -73,7 +73,7 @@ ConnectionProgress Connection::Progress() const {
   p.deadline = deadline_;
   p.ready_us = ready_us_;
   p.replayed_out = unconsumed_replies_ + replayed_out_;
-  p.peer = origin_.peer;
+  p.peer = peer_;
   return p;
 }
 
@@ -180,8 +180,12 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
                               bool external, size_t& pos,
                               Clock::time_point now) {
   (void)view;
-  origin_.trusted = env_->trusted;
-  env_->request->SetOrigin(&origin_);
+  const std::string_view listener =
+      env_->listeners && listener_ < env_->listeners->size()
+          ? std::string_view((*env_->listeners)[listener_].name)
+          : std::string_view();
+  env_->request->SetOrigin(
+      {listener, fastcgi_ ? "fastcgi" : "http", peer_, env_->trusted});
   Request& request = *env_->request;
   Response& response = *env_->response;
   // Asked before the handler runs: the answer is framed with the response.

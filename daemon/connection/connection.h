@@ -30,6 +30,8 @@
 
 namespace gearbox {
 
+struct Listener;  // daemon/listeners.h
+
 using Clock = std::chrono::steady_clock;
 
 // Where a connection is in its cycle.
@@ -80,6 +82,8 @@ struct ConnectionEnv {
   Response* response = nullptr;
   // [server] trusted_proxies, for Request::Client(); empty: trust no peer.
   std::span<const IpNet> trusted;
+  // The generation's listeners, for the name of a connection's (null: none).
+  const std::vector<Listener>* listeners = nullptr;
 };
 
 // Per-model decision the machine asks for at one point of each request.
@@ -113,12 +117,12 @@ class Connection {
   const ConnectionEnv* env() const { return env_; }
 
   // --- events --------------------------------------------------------------
-  // Where its requests come from (Request::origin): the [[listen]] name
-  // (viewed: the generation's listeners outlive their connections) and the
-  // peer accept() returned. An adopted connection's peer comes with its
-  // progress.
-  void SetListener(std::string_view name) { origin_.listener = name; }
-  void SetPeer(const IpAddress& peer) { origin_.peer = peer; }
+  // Where its requests come from (Request::origin): its listener, an index
+  // into ConnectionEnv::listeners (an index, so an idle connection stays
+  // small), and the peer accept() returned. An adopted connection's peer
+  // comes with its progress.
+  void SetListener(size_t index) { listener_ = static_cast<uint16_t>(index); }
+  void SetPeer(const IpAddress& peer) { peer_ = peer; }
   // Accepted now: the first request is due within header_timeout.
   void Accepted(Clock::time_point now, uint64_t ready_us);
   // Taken over from another process with `bytes` already read.
@@ -220,7 +224,6 @@ class Connection {
 
   const ConnectionEnv* env_ = nullptr;
   std::unique_ptr<ServerCodec> codec_;
-  RequestOrigin origin_;
   ResponsePolicy* policy_ = nullptr;
   Buffer in_;
   std::string out_;
@@ -240,6 +243,8 @@ class Connection {
   size_t unconsumed_replies_ = 0;
   size_t replayed_out_ = 0;
   Phase phase_ = Phase::kFresh;
+  bool fastcgi_ = false;   // (here: in the padding before close_reason_)
+  uint16_t listener_ = 0;  // index into ConnectionEnv::listeners
   CloseReason close_reason_ = CloseReason::kServer;
   bool fresh_ = true;
   bool head_only_ = false;
@@ -248,6 +253,7 @@ class Connection {
   bool counted_ = false;
   bool more_buffered_ = false;    // Process() stopped with requests left
   bool drain_lingering_ = false;  // idle at the drain: closes at deadline_
+  IpAddress peer_;                // last: it fills the flags' padding
 };
 
 }  // namespace gearbox

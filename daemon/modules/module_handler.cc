@@ -128,10 +128,8 @@ class ModuleHandler final : public Handler {
     r.body = Str(request.body);
     r.version_major = request.version_major;
     r.version_minor = request.version_minor;
-    if (request.origin) {
-      r.listener = Str(request.origin->listener);
-      r.protocol = Str(request.origin->protocol);
-    }
+    r.listener = Str(request.origin.listener);
+    r.protocol = Str(request.origin.protocol);
     r.client_address = Str(request.Client());
     const std::span<const PathParam> params = request.Params();
     for (size_t i = 0; i < params.size(); ++i) {

@@ -120,6 +120,7 @@ AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
     env_.cycle.started_path = &started_path_;
   env_.limits = &shared_.limits;
   env_.trusted = shared_.trusted;
+  env_.listeners = shared_.listeners;
   env_.draining = &shared_.draining;
   env_.request = &request_;
   env_.response = &response_;
@@ -292,7 +293,7 @@ void AsyncLoop::OnAccept(size_t listener_index) {
     c->loop = this;
     c->fd = fd;
     c->conn.Attach(&env_);
-    c->conn.SetListener(l.name);
+    c->conn.SetListener(listener_index);
     c->conn.SetPeer(peer);
     event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read,
                  c);

@@ -142,6 +142,7 @@ void ChildLoop::SetUp() {
   bc_.env.cycle = {router_.get(), &stats_, ctx_.request_log.get(), args_.slot};
   bc_.env.limits = &ctx_.config.limits;
   bc_.env.trusted = ctx_.config.server.trusted_proxies;
+  bc_.env.listeners = ctx_.listeners;
   bc_.env.draining = &g_draining;
   bc_.env.request = &request_;
   bc_.env.response = &response_;
@@ -280,7 +281,7 @@ bool ChildLoop::TakeHandBack() {
     auto c = std::make_unique<BlockingConnection>(
         fd, (*ctx_.listeners)[header.listener].protocol, ctx_.config.limits);
     c->conn.Attach(&bc_.env);
-    c->conn.SetListener((*ctx_.listeners)[header.listener].name);
+    c->conn.SetListener(header.listener);
     c->conn.Adopt(header.progress, inbox_.view());
     Serve(std::move(c), header.listener);
     return true;
@@ -315,7 +316,7 @@ void ChildLoop::AcceptFrom(size_t listener) {
   auto c = std::make_unique<BlockingConnection>(
       fd, (*ctx_.listeners)[listener].protocol, ctx_.config.limits);
   c->conn.Attach(&bc_.env);
-  c->conn.SetListener((*ctx_.listeners)[listener].name);
+  c->conn.SetListener(listener);
   c->conn.SetPeer(peer);
   c->conn.Accepted(Clock::now(), NowMicros());
   Serve(std::move(c), static_cast<uint32_t>(listener));

@@ -172,7 +172,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
     open_.fetch_add(1, std::memory_order_relaxed);
     auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
     c->conn.Attach(&env_);
-    c->conn.SetListener(l.name);
+    c->conn.SetListener(index);
     c->conn.SetPeer(peer);
     c->conn.Accepted(Clock::now(), 0);
     Dispatch(c);

@@ -299,6 +299,7 @@ class ThreadPoolModel final : public Model {
                     static_cast<int>(index)};
     bc.env.limits = &ctx_.config.limits;
     bc.env.trusted = ctx_.config.server.trusted_proxies;
+    bc.env.listeners = ctx_.listeners;
     bc.env.draining = &draining_;
     bc.env.request = &request;
     bc.env.response = &response;

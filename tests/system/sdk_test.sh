@@ -90,6 +90,20 @@ bash -euo pipefail build.sh || fail "docs/modules.md's build line failed"
 [[ -f libgreet.so ]] || fail "docs/modules.md's build line made no libgreet.so"
 cc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$inc" greet.c ||
   fail "docs/modules.md's greet.c is not warning-free C11"
+# From a source tree without the RPM: the doc's install.sh + pkg-config block,
+# run as written (in the tree, HOME pointed at scratch), then its build line.
+extract install > install-sdk.sh
+[[ -s install-sdk.sh ]] || fail "docs/modules.md's sdk_test install block not found"
+grep -q -- "--version $version\$" install-sdk.sh ||
+  fail "docs/modules.md's install block names another version than $version"
+mkdir -p "$work/home" "$build/doc"
+cp greet.c "$build/doc/"
+say "docs/modules.md: sdk/install.sh + pkg-config from the source tree"
+(cd "$root" && HOME=$work/home PKG_CONFIG_PATH='' PKG_CONFIG_SYSROOT_DIR='' \
+  bash -euo pipefail -c "$(cat "$build/install-sdk.sh")
+cd '$build/doc'
+$(cat "$build/build.sh")") >/dev/null || fail "docs/modules.md's install block and build line failed"
+[[ -f "$build/doc/libgreet.so" ]] || fail "docs/modules.md's install block made no libgreet.so"
 
 # --- 4. load them -----------------------------------------------------------------------
 # config MODEL: docs/modules.md's TOML with its path pointed at the build, the

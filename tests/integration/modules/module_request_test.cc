@@ -55,7 +55,7 @@ TEST(ModuleRequestTest, ReadsCapturesClientAndVersion) {
   request.params[0] = {"id", "123"};
   request.params[1] = {"rest", "a/b"};
   request.param_count = 2;
-  request.SetOrigin(&origin);
+  request.SetOrigin(origin);
   EXPECT_EQ(Body(*handler, request),
             "version=2.0 listener=fcgi-main protocol=fastcgi "
             "client=203.0.113.20 captures=id:123,rest:a/b id=123\n");
@@ -66,7 +66,7 @@ TEST(ModuleRequestTest, ReadsCapturesClientAndVersion) {
   request.version_major = 1;
   request.version_minor = 1;
   request.param_count = 0;
-  request.SetOrigin(&origin);
+  request.SetOrigin(origin);
   EXPECT_EQ(Body(*handler, request),
             "version=1.1 listener=fcgi-main protocol=http "
             "client=198.51.100.7 captures= id=\n");

@@ -36,7 +36,7 @@ struct Case {
     origin.protocol = protocol;
     origin.trusted = trusted;
     request.headers = std::move(headers);
-    request.SetOrigin(&origin);
+    request.SetOrigin(origin);
     return std::string(request.Client());
   }
 };
