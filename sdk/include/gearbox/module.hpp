@@ -115,6 +115,16 @@ class Request {
   std::string_view Query(const char* key) const {
     return View(Host()->request_query(r_, key));
   }
+  // ABI 1.1: the path capture `name` ("id" of "/items/{id}"), the client's
+  // address, the HTTP version, the listener.
+  std::string_view Capture(const char* name) const {
+    return View(Host()->request_capture(r_, name));
+  }
+  std::string_view client_address() const { return View(r_->client_address); }
+  uint32_t version_major() const { return r_->version_major; }
+  uint32_t version_minor() const { return r_->version_minor; }
+  std::string_view listener() const { return View(r_->listener); }
+  std::string_view protocol() const { return View(r_->protocol); }
   const gearbox_request& raw() const { return *r_; }
 
  private:
