@@ -26,7 +26,7 @@ TEST(ModuleRequestTest, ReadsCapturesClientAndVersion) {
   const std::string toml =
       ModuleTable("contract", Runfile("tests/modules/libcontract.so")) +
       "[[route]]\npath = \"/c\"\nhandler = \"contract\"\nlabel = \"x\"\n";
-  ConfigVocabulary vocab{ModelNames(), HandlerSchemas()};
+  ConfigVocabulary vocab{ModelSchemas(), HandlerSchemas()};
   ConfigResult loaded = LoadConfigString(toml, "<test>", vocab);
   ASSERT_TRUE(std::holds_alternative<Config>(loaded))
       << std::get<ConfigError>(loaded).ToString();
