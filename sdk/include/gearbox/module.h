@@ -272,8 +272,8 @@ typedef struct gearbox_host {
   uint32_t struct_size; /* check it before calling a field a later minor added */
 
   /* Route keys, during create() only. gearboxd owns the keys every route
-   * has: path, handler, timeout (and methods, with method routing); a module
-   * never sees them, and may not declare them. Every other key of the route
+   * has: path, methods, handler, timeout; a module never sees them, and may
+   * not declare them. Every other key of the route
    * is the module's.
    *
    * A module that lists its keys (gearbox_module.keys, 1.1) has them checked

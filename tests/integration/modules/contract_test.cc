@@ -26,6 +26,8 @@ std::string ContractSections() {
          "label = \"default\"\n\n"
          "[[route]]\npath = \"/c_broken\"\nhandler = \"contract\"\n"
          "label = \"broken\"\nfail_worker_init = true\n\n"
+         "[[route]]\npath = \"/items/{id}/files/{rest...}\"\n"
+         "handler = \"contract\"\nlabel = \"captures\"\n\n"
          "[[route]]\npath = \"/old\"\nhandler = \"abi10\"\n"
          "greeting = \"hello\"\nms = 5\n\n";
 }
@@ -177,6 +179,11 @@ TEST_F(ContractTest, RequestFields) {
   EXPECT_NE(r.body.find(" client=203.0.113.9 "), std::string::npos) << r.body;
   r = Exchange(port(), GetRequest("/c?do=request", "X-Real-IP: 192.0.2.5\r\n"));
   EXPECT_NE(r.body.find(" client=192.0.2.5 "), std::string::npos) << r.body;
+  // The route's path captures, percent-decoded once.
+  r = Get("/items/123/files/a/b%2Fc?do=request");
+  EXPECT_EQ(r.body,
+            "version=1.1 listener=http protocol=http client=127.0.0.1 "
+            "captures=id:123,rest:a/b/c id=123\n");
 }
 
 // With loopback not trusted, the same headers are the client's own claim:
