@@ -108,11 +108,13 @@ class ChildLoop {
   // it before polling (-1: none).
   int ready_held_ = -1;
   AcceptGate gate_;
+  // Once the gate was found closed (at max_connections, out of descriptors),
+  // the listeners stay out of the poll until then.
+  Clock::time_point listen_again_at_{};
 };
 
-// While the gate is closed (at max_connections, out of descriptors) the
-// listeners are left out of the poll; it looks again this often.
-constexpr int kGateRecheckMs = 50;
+// How soon a child at the cap looks again.
+constexpr std::chrono::milliseconds kGateRecheck{50};
 
 void ChildLoop::SetUp() {
   std::set<int> keep;
@@ -294,7 +296,8 @@ bool ChildLoop::TakeHandBack() {
 
 // Connections the whole model holds, every child's and the guard's, from the
 // shared stats region: what max_connections caps. O(slots), slots <=
-// max_workers + 1, once per poll: less than the poll() it precedes.
+// max_workers + 1, once per accept (not per poll: the slots are other
+// processes' hot lines): less than the accept4() it guards.
 int64_t ChildLoop::ModelOpen() const {
   uint64_t open = 0;
   for (size_t i = 0; i < ctx_.stats->size(); ++i) {
@@ -306,12 +309,17 @@ int64_t ChildLoop::ModelOpen() const {
 }
 
 void ChildLoop::AcceptFrom(size_t listener) {
-  // Out of descriptors closes the gate for a pause (Run() leaves the
-  // listeners out of its poll meanwhile) instead of spinning on them.
+  // At the cap, or out of descriptors (a pause), Run() leaves the listeners
+  // out of its poll for a while instead of spinning on them.
+  const int64_t open = ModelOpen();
+  const Clock::time_point now = Clock::now();
   IpAddress peer;
-  const int fd =
-      gate_.Accept(listen_fds_[listener], ModelOpen(), Clock::now(), peer);
-  if (fd < 0) return;
+  const int fd = gate_.Accept(listen_fds_[listener], open, now, peer);
+  if (fd < 0) {
+    if (!gate_.Open(open, now))
+      listen_again_at_ = std::max(gate_.paused_until(), now + kGateRecheck);
+    return;
+  }
   Bump(stats_.accepted);
   auto c = std::make_unique<BlockingConnection>(
       fd, (*ctx_.listeners)[listener].protocol, ctx_.config.limits);
@@ -355,14 +363,14 @@ void ChildLoop::Run() {
     pfds.clear();
     if (unpark_fd_ >= 0) pfds.push_back({unpark_fd_, POLLIN, 0});
     const size_t first_listener = pfds.size();
-    const bool gate_open = accepting && gate_.Open(ModelOpen(), Clock::now());
+    const bool gate_open = accepting && Clock::now() >= listen_again_at_;
     if (gate_open)
       for (int fd : listen_fds_) pfds.push_back({fd, POLLIN, 0});
     const size_t first_held = pfds.size();
     for (int fd : held_.fds()) pfds.push_back({fd, POLLIN, 0});
     int timeout_ms = std::min(1000, MillisUntil(held_.earliest()));
     if (accepting && !gate_open)
-      timeout_ms = std::min(timeout_ms, kGateRecheckMs);
+      timeout_ms = std::min(timeout_ms, MillisUntil(listen_again_at_));
     int n = poll(pfds.data(), pfds.size(), timeout_ms);
     if (n < 0) continue;  // EINTR: look at g_draining again
     // PR_SET_PDEATHSIG tells a child its master died; this is the backstop,
