@@ -169,7 +169,7 @@ toml_overlay() {
 
 build_config() {
   gen_default_config
-  LDLIBS=(-lspdlog -lfmt -lpq -pthread)
+  LDLIBS=(-lspdlog -lfmt -lpq -lluajit-5.1 -pthread)
   TOML_OVERLAY=()
   toml_overlay
   # As third_party/system/spdlog.BUILD: Debian's shared spdlog, external fmt.
@@ -179,10 +179,12 @@ build_config() {
   # the handlers' factories, so the handlers and what they use link in too.
   link config_loader_fuzzer tests/fuzz/config_loader_fuzzer.cc \
     $(config_sources) "$OUT/gen/config/default_config.cc" \
-    daemon/handlers/*.cc daemon/handlers/postgres/*.cc daemon/handler.cc \
+    daemon/handlers/*.cc daemon/handlers/postgres/*.cc \
+    daemon/handlers/lua/*.cc daemon/handler.cc daemon/worker_home.cc \
     daemon/request.cc daemon/response.cc \
     daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
-    daemon/metrics/route_reporter.cc daemon/advisor/advisor.cc \
+    daemon/metrics/route_reporter.cc daemon/metrics/route_history.cc \
+    daemon/advisor/advisor.cc \
     daemon/advisor/machine.cc \
     daemon/logging.cc
   EXTRA_CXXFLAGS=()
