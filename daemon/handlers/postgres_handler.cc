@@ -7,17 +7,11 @@
 #include "daemon/handlers/postgres/conninfo.h"
 #include "daemon/handlers/postgres/pg_exchange.h"
 #include "daemon/handlers/postgres/route_params.h"
+#include "daemon/http/http_syntax.h"
 #include "daemon/logging.h"
 
 namespace gearbox {
 namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A query-string value, form-decoded ('+' is a space, %XX a byte; a
 // malformed escape stays as written).
@@ -28,9 +22,10 @@ std::string FormDecode(std::string_view raw) {
     if (raw[i] == '+') {
       out += ' ';
     } else if (raw[i] == '%' && i + 2 < raw.size() &&
-               HexDigit(raw[i + 1]) >= 0 && HexDigit(raw[i + 2]) >= 0) {
-      out +=
-          static_cast<char>(HexDigit(raw[i + 1]) * 16 + HexDigit(raw[i + 2]));
+               http::HexDigitValue(raw[i + 1]) >= 0 &&
+               http::HexDigitValue(raw[i + 2]) >= 0) {
+      out += static_cast<char>(http::HexDigitValue(raw[i + 1]) * 16 +
+                               http::HexDigitValue(raw[i + 2]));
       i += 2;
     } else {
       out += raw[i];

@@ -9,13 +9,6 @@ namespace {
 // legitimate comes near it, and it bounds what one line makes us buffer.
 constexpr size_t kMaxChunkLine = 4096;
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 void ChunkedDecoder::Start(size_t at, const Limits& limits) {
@@ -88,7 +81,7 @@ ChunkedDecoder::Result ChunkedDecoder::Decode(std::string_view buf,
 // chunk-size = 1*HEXDIG. Returns false when Decode() must return `*r`.
 bool ChunkedDecoder::DecodeSize(std::string_view buf, Result* r) {
   while (pos_ < buf.size()) {
-    const int v = HexValue(buf[pos_]);
+    const int v = HexDigitValue(buf[pos_]);
     if (v < 0) break;
     if (digits_ > 0 || v != 0) ++digits_;
     // Refused at the digit that overflows: no need to wait for the line end.

@@ -179,6 +179,13 @@ bool IsTchar(unsigned char c) {
   }
 }
 
+int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 bool IsToken(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {

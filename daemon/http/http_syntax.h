@@ -24,6 +24,8 @@ inline constexpr Verdict kMalformed{400, "malformed"};
 // RFC 9110 5.6.2 tchar / token.
 bool IsTchar(unsigned char c);
 bool IsToken(std::string_view s);
+// RFC 3986 HEXDIG: the digit's value, or -1 for any other character.
+int HexDigitValue(char c);
 // Strips leading and trailing OWS (SP / HTAB), RFC 9110 5.6.3.
 std::string_view TrimOws(std::string_view s);
 bool EqualsNoCase(std::string_view a, std::string_view b);

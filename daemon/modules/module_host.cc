@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "daemon/http/http_syntax.h"
 #include "daemon/logging.h"
 
 namespace gearbox {
@@ -208,18 +209,6 @@ void SetStatus(gearbox_response* r, int status) {
   r->response->status = status;
 }
 
-bool IsToken(std::string_view name) {
-  if (name.empty()) return false;
-  for (const char c : name) {
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-        (c >= '0' && c <= '9') ||
-        std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool Equals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -242,7 +231,7 @@ int SetHeader(gearbox_response* r, gearbox_str name_str,
   const bool bad_value = std::any_of(value.begin(), value.end(), [](char c) {
     return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
   });
-  if (!IsToken(name) || bad_value || Reserved(name)) return -1;
+  if (!http::IsToken(name) || bad_value || Reserved(name)) return -1;
   if (Equals(name, "content-type")) {
     if (value.empty()) return -1;
     r->content_type->assign(value);

@@ -181,6 +181,7 @@ build_config() {
     $(config_sources) "$OUT/gen/config/default_config.cc" \
     daemon/handlers/*.cc daemon/handlers/postgres/*.cc \
     daemon/handlers/lua/*.cc daemon/handler.cc daemon/worker_home.cc \
+    daemon/http/http_syntax.cc \
     daemon/request.cc daemon/response.cc \
     daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
     daemon/metrics/route_reporter.cc daemon/metrics/route_history.cc \

@@ -2,15 +2,10 @@
 
 #include <cctype>
 
+#include "daemon/http/http_syntax.h"
+
 namespace gearbox::lua {
 namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Pushes `raw` form-decoded ('+' is a space, %XX a byte; a malformed escape
 // stays as written).
@@ -25,9 +20,10 @@ void PushDecoded(lua_State* L, std::string_view raw) {
     if (raw[i] == '+') {
       luaL_addchar(&b, ' ');
     } else if (raw[i] == '%' && i + 2 < raw.size() &&
-               HexDigit(raw[i + 1]) >= 0 && HexDigit(raw[i + 2]) >= 0) {
-      luaL_addchar(&b, static_cast<char>(HexDigit(raw[i + 1]) * 16 +
-                                         HexDigit(raw[i + 2])));
+               http::HexDigitValue(raw[i + 1]) >= 0 &&
+               http::HexDigitValue(raw[i + 2]) >= 0) {
+      luaL_addchar(&b, static_cast<char>(http::HexDigitValue(raw[i + 1]) * 16 +
+                                         http::HexDigitValue(raw[i + 2])));
       i += 2;
     } else {
       luaL_addchar(&b, raw[i]);

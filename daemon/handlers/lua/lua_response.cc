@@ -4,19 +4,10 @@
 #include <string>
 
 #include "daemon/handlers/lua/lua_request.h"
+#include "daemon/http/http_syntax.h"
 
 namespace gearbox::lua {
 namespace {
-
-bool IsToken(std::string_view name) {
-  if (name.empty()) return false;
-  for (char c : name) {
-    if (!isalnum(static_cast<unsigned char>(c)) &&
-        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
-      return false;
-  }
-  return true;
-}
 
 bool IsFieldValue(std::string_view value) {
   for (char c : value) {
@@ -43,7 +34,8 @@ std::string_view Intern(Host& host, std::string_view type) {
 std::string AddHeader(lua_State* L, Host& host, Response& response) {
   if (lua_type(L, -2) != LUA_TSTRING) return "a header name is not a string";
   std::string_view name = lua_tostring(L, -2);
-  if (!IsToken(name)) return "bad header name \"" + std::string(name) + "\"";
+  if (!http::IsToken(name))
+    return "bad header name \"" + std::string(name) + "\"";
   const int t = lua_type(L, -1);
   if (t != LUA_TSTRING && t != LUA_TNUMBER) {
     return "header " + std::string(name) + " is a " + luaL_typename(L, -1) +
