@@ -159,6 +159,7 @@ void InstallApi(lua_State* L, Host* host) {
   lua_getglobal(L, "gearbox");
   InstallJson(L, host);
   InstallTcp(L, host);
+  InstallPostgres(L, host);
   lua_pop(L, 1);
 }
 

@@ -12,6 +12,7 @@
 #include "daemon/handler.h"
 #include "daemon/handlers/lua/lua_alloc.h"
 #include "daemon/handlers/lua/tcp_pool.h"
+#include "daemon/worker_home.h"
 
 namespace gearbox::lua {
 
@@ -43,6 +44,9 @@ struct Host {
   WaitCtx* current = nullptr;  // null while a script's top level runs
   int worker = 0;
   int generation = 0;
+  // The worker's home (ServerInfo::home) for its postgres pools; null in
+  // the -t check's throwaway state (nothing connects there).
+  WorkerHome* home = nullptr;
   TcpPool pool;
   // Content-Type values a script answered with: Response::content_type is a
   // view that must outlive the response, so each distinct value is kept

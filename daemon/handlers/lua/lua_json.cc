@@ -191,10 +191,9 @@ class Builder {
   std::vector<int> open_;
 };
 
-// gearbox.json.decode(text) -> value | nil, err
-int JsonDecode(lua_State* L) {
-  size_t len;
-  const char* text = luaL_checklstring(L, 1, &len);
+}  // namespace
+
+int PushJson(lua_State* L, const char* text, size_t len) {
   const int top = lua_gettop(L);
   Builder builder(L);
   rapidjson::Reader reader;
@@ -219,6 +218,15 @@ int JsonDecode(lua_State* L) {
     }
   }
   return 1;
+}
+
+namespace {
+
+// gearbox.json.decode(text) -> value | nil, err
+int JsonDecode(lua_State* L) {
+  size_t len;
+  const char* text = luaL_checklstring(L, 1, &len);
+  return PushJson(L, text, len);
 }
 
 }  // namespace

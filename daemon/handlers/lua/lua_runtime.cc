@@ -45,7 +45,8 @@ std::shared_ptr<Runtime> Runtime::ForWorker(const ServerInfo& info) {
 
 Runtime::Runtime(const ServerInfo& info)
     : info_(info),
-      vm_(std::make_unique<Vm>(info.lua, info.worker, info.generation)) {}
+      vm_(std::make_unique<Vm>(info.lua, info.worker, info.generation,
+                               info.home)) {}
 
 Runtime::~Runtime() {
   if (info_.slot) info_.slot->lua_kib.store(0, std::memory_order_relaxed);
@@ -123,7 +124,8 @@ void Runtime::Rebuild() {
   rebuild_ = false;
   rebuilding_ = true;  // an init past the cap now must not rebuild again
   vm_.reset();  // no coroutine is left: nothing refers into the old state
-  vm_ = std::make_unique<Vm>(info_.lua, info_.worker, info_.generation);
+  vm_ = std::make_unique<Vm>(info_.lua, info_.worker, info_.generation,
+                             info_.home);
   for (Entry& entry : scripts_) Load(entry);
   rebuilding_ = false;
   Publish(true);

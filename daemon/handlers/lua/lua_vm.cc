@@ -43,10 +43,11 @@ void PrependPackagePath(lua_State* L, const std::string& path) {
 
 }  // namespace
 
-Vm::Vm(const LuaConfig& config, int worker, int generation)
+Vm::Vm(const LuaConfig& config, int worker, int generation, WorkerHome* home)
     : host_(std::make_unique<Host>(config.memory)) {
   host_->worker = worker;
   host_->generation = generation;
+  host_->home = home;
   // luaL_newstate, not lua_newstate(our allocator): a non-GC64 LuaJIT
   // (x86_64 before GC64 became its default) refuses a foreign allocator
   // outright. CappedAlloc wraps the one the state was born with instead.

@@ -13,7 +13,8 @@ namespace gearbox::lua {
 
 class Vm {
  public:
-  Vm(const LuaConfig& config, int worker, int generation);
+  Vm(const LuaConfig& config, int worker, int generation,
+     WorkerHome* home = nullptr);
   // Every coroutine gearbox ran in it has ended (their WaitCtx are gone).
   ~Vm();
   Vm(const Vm&) = delete;

@@ -21,8 +21,8 @@ using Result = std::unique_ptr<PGresult, ResultFree>;
 
 const char* PhaseName(int phase) {
   static constexpr const char* kNames[] = {
-      "acquire", "wait_pool", "connect", "check_budget",
-      "prepare", "execute",   "execute"};  // a segment runs the execute
+      "acquire",    "wait_pool", "connect", "check_budget",
+      "deallocate", "prepare",   "execute",    "execute"};  // a segment runs the execute
   return kNames[phase];
 }
 
@@ -159,8 +159,17 @@ Step PgExchange::ConnectTimedOut(Response& response) {
   return Fail(response, kUnreachable);
 }
 
+// The statement is prepared on this connection already, or is prepared now
+// (after the least recently used one is deallocated, when the cache is full).
 Step PgExchange::NextCommand(Response& response) {
-  phase_ = slot_->prepared ? Phase::kExecute : Phase::kPrepare;
+  if (const std::string* name = slot_->statements.Find(route_->query)) {
+    statement_ = *name;
+    phase_ = Phase::kExecute;
+  } else {
+    statement_ = slot_->statements.Victim();
+    phase_ = statement_.empty() ? Phase::kPrepare : Phase::kDeallocate;
+    if (statement_.empty()) statement_ = slot_->statements.NextName();
+  }
   return Send(response);
 }
 
@@ -169,14 +178,17 @@ Step PgExchange::Send(Response& response) {
   int sent = 0;
   if (phase_ == Phase::kCheckBudget) {
     sent = PQsendQuery(conn, "SHOW max_connections");
+  } else if (phase_ == Phase::kDeallocate) {
+    slot_->statements.Forget(statement_);
+    sent = PQsendQuery(conn, ("DEALLOCATE " + statement_).c_str());
   } else if (phase_ == Phase::kPrepare) {
-    sent = PQsendPrepare(conn, kStatement, route_->query.c_str(),
+    sent = PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
                          route_->nparams, nullptr);
   } else {
     std::vector<const char*> values(values_.size());
     for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
-    sent = PQsendQueryPrepared(conn, kStatement, route_->nparams, values.data(),
-                               nullptr, nullptr, 0) &&
+    sent = PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
+                               values.data(), nullptr, nullptr, 0) &&
            PQsetSingleRowMode(conn);
     rows_.Begin(&body_, route_->json);
   }
@@ -241,11 +253,17 @@ Step PgExchange::Finish(Response& response) {
   if (phase_ == Phase::kCheckBudget) {
     return CheckedBudget(result.get(), response);
   }
+  if (phase_ == Phase::kDeallocate) {
+    if (status != PGRES_COMMAND_OK) return QueryFailed(result.get(), response);
+    statement_ = slot_->statements.NextName();
+    phase_ = Phase::kPrepare;
+    return Send(response);
+  }
   if (phase_ == Phase::kPrepare) {
     if (status != PGRES_COMMAND_OK) {
       return PrepareFailed(result.get(), response);
     }
-    slot_->prepared = true;
+    slot_->statements.Add(route_->query, statement_);
     phase_ = Phase::kExecute;
     return Send(response);
   }

@@ -25,9 +25,6 @@
 
 namespace gearbox::postgres {
 
-// Each connection prepares its route's one statement under this name.
-inline constexpr char kStatement[] = "gearbox";
-
 // A wait the exchange does not bound itself: the request deadline (the
 // connection state machine's) ends it first.
 inline constexpr std::chrono::microseconds kUntilRequestDeadline =
@@ -60,6 +57,7 @@ class PgExchange final : public Exchange, private PgSegment {
     kWaitPool,
     kConnect,
     kCheckBudget,
+    kDeallocate,
     kPrepare,
     kExecute,
     kSegment,  // pipelined: its commands are on the wire (pg_segment.cc)
@@ -93,6 +91,13 @@ class PgExchange final : public Exchange, private PgSegment {
   // wake of its own; the connection's reader (PgPool::Drain) feeds it its
   // results and wakes it at its sync point.
   Step SendSegment(Response& response);
+  // The segment's prepare (on a cache miss) and execute; false when libpq
+  // refused one.
+  bool SendStatement(PGconn* conn);
+  // DEALLOCATEs of evicted statements, after the execute: one that fails
+  // aborts nothing of this exchange's.
+  bool SendDeallocations(PGconn* conn);
+  void OnDeallocated(PGresult* result);
   Step AwaitSegment(const Wake& wake, Response& response);
   Step SegmentDone(Response& response);
   void OnResult(PGresult* result) override;
@@ -108,6 +113,7 @@ class PgExchange final : public Exchange, private PgSegment {
   PgRoute* const route_;
   const std::vector<std::string> values_;  // $1..$N
   Phase phase_ = Phase::kAcquire;
+  std::string statement_;  // the prepared statement's name on slot_
   PgSlot* slot_ = nullptr;
   PgWaiter waiter_;  // while waiting for a connection
   Clock::time_point connect_deadline_{};
@@ -118,9 +124,12 @@ class PgExchange final : public Exchange, private PgSegment {
   RowWriter rows_;              // the execute's rows, into body_
   std::string body_;
   // Pipelined: the segment's commands, the one whose results come now.
-  Phase commands_[3] = {};
+  static constexpr int kMaxDeallocations = 2;  // per segment
+  Phase commands_[3 + kMaxDeallocations] = {};
+  std::string deallocating_[kMaxDeallocations];  // names, in command order
   uint8_t ncommands_ = 0;
   uint8_t command_ = 0;
+  uint8_t first_deallocation_ = 0;  // commands_' index of the first
   int wake_ = -1;                      // WorkerHome::NewWake
   bool on_wire_ = false;               // in its connection's inflight
   bool synced_ = false;                // its sync point came

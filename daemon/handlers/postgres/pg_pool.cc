@@ -109,7 +109,7 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   }
   empty->state = PgSlot::State::kInUse;
   empty->conn = conn;
-  empty->prepared = false;
+  empty->statements.Clear();
   empty->prepare_failure_logged = false;
   return {Outcome::kConnect, empty};
 }
@@ -123,7 +123,7 @@ void PgPool::Drop(PgSlot* slot) {
   Close(slot);
   slot->pipelined = false;
   slot->inflight.clear();
-  slot->prepared = false;
+  slot->statements.Clear();
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);
 }

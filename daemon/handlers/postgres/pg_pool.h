@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/handlers/postgres/statement_cache.h"
 #include "daemon/worker_home.h"
 
 namespace gearbox::postgres {
@@ -47,7 +48,7 @@ struct PgSlot {
   PGconn* conn = nullptr;
   PgPool* pool = nullptr;
   int watched_fd = -1;    // PQsocket, while the worker's home watches it
-  bool prepared = false;  // the route's statement exists on conn
+  StatementCache statements;  // prepared on conn, by SQL text
   // A failed prepare was logged (with the SQL) for this connection: later
   // ones on it are only answered, not logged again.
   bool prepare_failure_logged = false;

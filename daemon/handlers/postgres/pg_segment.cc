@@ -20,20 +20,8 @@ Step PgExchange::SendSegment(Response& response) {
                              nullptr, nullptr, 0);
     commands_[ncommands_++] = Phase::kCheckBudget;
   }
-  if (!slot_->prepared) {
-    // Later segments on this connection run it after this one prepared it.
-    sent = sent && PQsendPrepare(conn, kStatement, route_->query.c_str(),
-                                 route_->nparams, nullptr);
-    commands_[ncommands_++] = Phase::kPrepare;
-    slot_->prepared = true;
-  }
-  std::vector<const char*> values(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
-  sent = sent &&
-         PQsendQueryPrepared(conn, kStatement, route_->nparams, values.data(),
-                             nullptr, nullptr, 0) &&
+  sent = sent && SendStatement(conn) && SendDeallocations(conn) &&
          PQpipelineSync(conn);
-  commands_[ncommands_++] = Phase::kExecute;
   if (!sent) {
     PgSlot* slot = slot_;
     slot_ = nullptr;
@@ -55,6 +43,56 @@ Step PgExchange::SendSegment(Response& response) {
     pool_->FailPipeline(slot_);  // OnLost: answered below
   }
   return AwaitSegment(Wake{}, response);
+}
+
+// A statement new to the connection is prepared in the same segment as its
+// first execute, and is in the cache from now on: later segments on this
+// connection execute it by name, as they run after this one.
+bool PgExchange::SendStatement(PGconn* conn) {
+  bool sent = true;
+  if (const std::string* name = slot_->statements.Find(route_->query)) {
+    statement_ = *name;
+  } else {
+    slot_->statements.Evict();  // DEALLOCATEd below, after the execute
+    statement_ = slot_->statements.NextName();
+    slot_->statements.Add(route_->query, statement_);
+    sent = PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
+                         route_->nparams, nullptr);
+    commands_[ncommands_++] = Phase::kPrepare;
+  }
+  std::vector<const char*> values(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
+  sent = sent && PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
+                                     values.data(), nullptr, nullptr, 0);
+  commands_[ncommands_++] = Phase::kExecute;
+  return sent;
+}
+
+// After the execute, so a DEALLOCATE that fails aborts none of this
+// exchange's commands; one aborted by an earlier failure is tried again by
+// the next segment (OnDeallocated).
+bool PgExchange::SendDeallocations(PGconn* conn) {
+  std::vector<std::string>& evicted = slot_->statements.evicted();
+  bool sent = true;
+  first_deallocation_ = ncommands_;
+  for (int i = 0; sent && i < kMaxDeallocations && !evicted.empty(); ++i) {
+    deallocating_[i] = std::move(evicted.back());
+    evicted.pop_back();
+    const std::string sql = "DEALLOCATE " + deallocating_[i];
+    sent = PQsendQueryParams(conn, sql.c_str(), 0, nullptr, nullptr, nullptr,
+                             nullptr, 0);
+    commands_[ncommands_++] = Phase::kDeallocate;
+  }
+  return sent;
+}
+
+void PgExchange::OnDeallocated(PGresult* result) {
+  // Aborted by an earlier command's failure: the statement still exists.
+  if (PQresultStatus(result) == PGRES_PIPELINE_ABORTED && slot_) {
+    slot_->statements.evicted().push_back(
+        std::move(deallocating_[command_ - first_deallocation_]));
+  }
+  PQclear(result);
 }
 
 Step PgExchange::AwaitSegment(const Wake& wake, Response& response) {
@@ -80,6 +118,7 @@ Step PgExchange::AwaitSegment(const Wake& wake, Response& response) {
 
 void PgExchange::OnResult(PGresult* result) {
   const Phase command = commands_[command_];
+  if (command == Phase::kDeallocate) return OnDeallocated(result);
   const ExecStatusType status = PQresultStatus(result);
   if (command == Phase::kExecute && !result_ &&
       (status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK)) {
@@ -118,23 +157,24 @@ void PgExchange::OnResult(PGresult* result) {
 }
 
 void PgExchange::OnCommandEnd() {
-  PGresult* result = result_;
-  result_ = nullptr;
   const Phase command = commands_[command_];
   if (command_ + 1 < ncommands_) ++command_;
+  // result_ keeps the execute's answer (an error or a command's) through
+  // the deallocations after it, which answer nothing.
+  if (command == Phase::kExecute || command == Phase::kDeallocate) return;
+  PGresult* result = result_;
+  result_ = nullptr;
   if (command == Phase::kCheckBudget) {
     if (result) LogBudget(result);
     PQclear(result);
-  } else if (command == Phase::kPrepare) {
-    if (result && PQresultStatus(result) != PGRES_COMMAND_OK) {
-      slot_->prepared = false;
-      LogPrepareFailure(result);
-      prepare_error_ = result;
-    } else {
-      PQclear(result);
-    }
+  } else if (result && PQresultStatus(result) != PGRES_COMMAND_OK) {
+    // The prepare failed: segments behind this one that found the statement
+    // in the cache fail their execute too (the same SQL would not prepare).
+    slot_->statements.Forget(statement_);
+    LogPrepareFailure(result);
+    prepare_error_ = result;
   } else {
-    result_ = result;  // the execute's answer: an error or a command's
+    PQclear(result);
   }
 }
 
