@@ -21,8 +21,8 @@ using Result = std::unique_ptr<PGresult, ResultFree>;
 
 const char* PhaseName(int phase) {
   static constexpr const char* kNames[] = {
-      "acquire",    "wait_pool", "connect", "check_budget",
-      "deallocate", "prepare",   "execute",    "execute"};  // a segment runs the execute
+      "acquire", "wait_pool", "connect", "check_budget", "deallocate",
+      "prepare", "execute",   "execute"};  // a segment runs the execute
   return kNames[phase];
 }
 

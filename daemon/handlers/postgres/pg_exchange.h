@@ -129,7 +129,7 @@ class PgExchange final : public Exchange, private PgSegment {
   std::string deallocating_[kMaxDeallocations];  // names, in command order
   uint8_t ncommands_ = 0;
   uint8_t command_ = 0;
-  uint8_t first_deallocation_ = 0;  // commands_' index of the first
+  uint8_t first_deallocation_ = 0;     // commands_' index of the first
   int wake_ = -1;                      // WorkerHome::NewWake
   bool on_wire_ = false;               // in its connection's inflight
   bool synced_ = false;                // its sync point came

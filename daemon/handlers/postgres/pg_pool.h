@@ -47,7 +47,7 @@ struct PgSlot {
   State state = State::kEmpty;
   PGconn* conn = nullptr;
   PgPool* pool = nullptr;
-  int watched_fd = -1;    // PQsocket, while the worker's home watches it
+  int watched_fd = -1;        // PQsocket, while the worker's home watches it
   StatementCache statements;  // prepared on conn, by SQL text
   // A failed prepare was logged (with the SQL) for this connection: later
   // ones on it are only answered, not logged again.
