@@ -91,11 +91,9 @@ class PgExchange final : public Exchange, private PgSegment {
   // wake of its own; the connection's reader (PgPool::Drain) feeds it its
   // results and wakes it at its sync point.
   Step SendSegment(Response& response);
-  // The segment's prepare (on a cache miss) and execute; false when libpq
-  // refused one.
+  // The segment's DEALLOCATEs of evicted statements, prepare (on a cache
+  // miss) and execute; false when libpq refused one.
   bool SendStatement(PGconn* conn);
-  // DEALLOCATEs of evicted statements, after the execute: one that fails
-  // aborts nothing of this exchange's.
   bool SendDeallocations(PGconn* conn);
   void OnDeallocated(PGresult* result);
   Step AwaitSegment(const Wake& wake, Response& response);

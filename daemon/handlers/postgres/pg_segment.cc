@@ -20,8 +20,7 @@ Step PgExchange::SendSegment(Response& response) {
                              nullptr, nullptr, 0);
     commands_[ncommands_++] = Phase::kCheckBudget;
   }
-  sent = sent && SendStatement(conn) && SendDeallocations(conn) &&
-         PQpipelineSync(conn);
+  sent = sent && SendStatement(conn) && PQpipelineSync(conn);
   if (!sent) {
     PgSlot* slot = slot_;
     slot_ = nullptr;
@@ -47,17 +46,22 @@ Step PgExchange::SendSegment(Response& response) {
 
 // A statement new to the connection is prepared in the same segment as its
 // first execute, and is in the cache from now on: later segments on this
-// connection execute it by name, as they run after this one.
+// connection execute it by name, as they run after this one. A full cache's
+// least recently used statement is DEALLOCATEd first, so the server never
+// holds more than the cache: no segment still on the wire runs it (a
+// connection carries at most 64 segments, the cache keeps 64 statements).
 bool PgExchange::SendStatement(PGconn* conn) {
-  bool sent = true;
-  if (const std::string* name = slot_->statements.Find(route_->query)) {
-    statement_ = *name;
+  const std::string* cached = slot_->statements.Find(route_->query);
+  if (!cached) slot_->statements.Evict();
+  bool sent = SendDeallocations(conn);
+  if (cached) {
+    statement_ = *cached;
   } else {
-    slot_->statements.Evict();  // DEALLOCATEd below, after the execute
     statement_ = slot_->statements.NextName();
     slot_->statements.Add(route_->query, statement_);
-    sent = PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
-                         route_->nparams, nullptr);
+    sent =
+        sent && PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
+                              route_->nparams, nullptr);
     commands_[ncommands_++] = Phase::kPrepare;
   }
   std::vector<const char*> values(values_.size());
@@ -68,8 +72,8 @@ bool PgExchange::SendStatement(PGconn* conn) {
   return sent;
 }
 
-// After the execute, so a DEALLOCATE that fails aborts none of this
-// exchange's commands; one aborted by an earlier failure is tried again by
+// Pipeline mode refuses the simple query protocol: PQsendQueryParams. A
+// DEALLOCATE aborted by an earlier failure in its segment is tried again by
 // the next segment (OnDeallocated).
 bool PgExchange::SendDeallocations(PGconn* conn) {
   std::vector<std::string>& evicted = slot_->statements.evicted();
@@ -159,8 +163,8 @@ void PgExchange::OnResult(PGresult* result) {
 void PgExchange::OnCommandEnd() {
   const Phase command = commands_[command_];
   if (command_ + 1 < ncommands_) ++command_;
-  // result_ keeps the execute's answer (an error or a command's) through
-  // the deallocations after it, which answer nothing.
+  // result_ is the execute's answer (an error or a command's); the
+  // deallocations answer nothing (OnDeallocated).
   if (command == Phase::kExecute || command == Phase::kDeallocate) return;
   PGresult* result = result_;
   result_ = nullptr;

@@ -3,8 +3,8 @@
 // (LRU): a route or a script with dynamic SQL cannot grow the server's
 // prepared statements without limit. The evicted one is DEALLOCATEd: before
 // the next PREPARE on a connection that runs one command at a time
-// (PgExchange's deallocate phase), after the next segment's execute on a
-// pipelined one (Evict, then evicted()).
+// (PgExchange's deallocate phase), in the same segment before the PREPARE on
+// a pipelined one (Evict, then evicted()).
 #pragma once
 
 #include <cstddef>
@@ -32,8 +32,7 @@ class StatementCache {
   std::string Victim() const;
   void Forget(const std::string& name);
   // Pipelined: when full, the least recently used statement leaves now and
-  // its name waits in evicted() for a segment to DEALLOCATE it (segments
-  // sent before this one still run it: they are ahead on the wire).
+  // its name waits in evicted() for a segment to DEALLOCATE it.
   void Evict();
   std::vector<std::string>& evicted() { return evicted_; }
   // A fresh name for the next PREPARE ("gearbox_1", "gearbox_2", ...).
