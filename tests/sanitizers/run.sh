@@ -95,6 +95,17 @@ run_config() {
   local testlogs
   testlogs=$("$BAZEL" "${STARTUP[@]}" info --config="$config" \
     --platform_suffix="$config" bazel-testlogs 2>/dev/null)
+  # A failed test's own assertions, again at the end: its full log (thousands
+  # of passing cases first) is cut in the middle by a log viewer.
+  if ((rc != 0)) && [[ -d "$testlogs" ]]; then
+    grep -rl --include=test.log -E '^\[  FAILED  \]|: Failure$' "$testlogs" \
+      2>/dev/null | while read -r log; do
+      echo
+      echo "==> $config: failures in ${log#"$testlogs"/}"
+      grep -E -B1 -A14 ': Failure$' "$log" | head -n 120
+      grep -E '^\[  FAILED  \]' "$log" | head -n 20
+    done
+  fi
   if [[ -d "$testlogs" ]]; then
     grep -rl --include=test.log -E \
       'runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' \
