@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "daemon/connection/cut_off.h"
+#include "daemon/connection/connection_pending.h"
 #include "daemon/listeners.h"
 
 namespace gearbox {
@@ -19,23 +19,6 @@ constexpr size_t kMaxBufferedWhileWaiting = 1 << 20;
 constexpr size_t kKeptOutCapacity = 4096;
 
 }  // namespace
-
-// A request whose handler waits. Heap-allocated only then, so idle
-// connections stay small. The Request copy keeps only what the codec needs to
-// frame the response (version, keep-alive, HEAD) and, when the request log is
-// on, method and path.
-struct Connection::Pending {
-  std::unique_ptr<Exchange> exchange;
-  Response response;
-  Request request;
-  std::string method_path;
-  RequestTiming timing;
-  bool announce_close = false;
-  Step step;  // what it waits for now
-  // Handler start + the route's timeout: the exchange is destroyed then and
-  // the client gets 504, whatever it waits for.
-  Clock::time_point request_deadline{};
-};
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
     : codec_(MakeCodec(protocol, limits)),
@@ -214,97 +197,6 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
 }
 
-void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
-                              const RequestTiming& timing,
-                              Clock::time_point now, const Step& step) {
-  const Request& request = *env_->request;
-  auto p = std::make_unique<Pending>();
-  p->exchange = std::move(exchange);
-  std::swap(p->response, *env_->response);
-  p->request.version_major = request.version_major;
-  p->request.version_minor = request.version_minor;
-  p->request.keep_alive = request.keep_alive;
-  p->request.is_head = request.is_head;
-  p->timing = timing;
-  p->request_deadline = now + timing.timeout;
-  const RequestLog* log = env_->cycle.log;
-  if (log && log->enabled()) {
-    p->method_path.assign(request.method);
-    p->method_path.append(request.path);
-    std::string_view mp = p->method_path;
-    p->request.method = mp.substr(0, request.method.size());
-    p->request.path = mp.substr(request.method.size());
-    // Headers are gone after Start(); the log reads only x-request-id.
-  }
-  pending_ = std::move(p);
-  phase_ = Phase::kHandler;
-  Wait(step, now);
-}
-
-void Connection::Wait(const Step& step, Clock::time_point now) {
-  pending_->step = step;
-  WaitBegins(pending_->timing, now);  // waiting time and on-CPU runs, per route
-  ++wait_seq_;
-  SetDeadline(std::min(now + step.timeout, pending_->request_deadline));
-}
-
-// The request deadline passed while the handler waits: destroying the
-// exchange cancels its waits (the driver removed its fd events first), and
-// the client gets 504 on a connection that stays usable.
-void Connection::TimeOutExchange(Clock::time_point now) {
-  std::unique_ptr<Pending> done = std::move(pending_);
-  done->exchange.reset();
-  Bump(stats().request_timeouts);
-  TimeoutResponse(done->response);
-  phase_ = Phase::kIdle;  // Finish() may close instead
-  Finish(done->request, done->response, done->timing, done->announce_close);
-  if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
-}
-
-void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
-  Pending& p = *pending_;
-  WaitEnds(p.timing, now);
-  const Step step = p.exchange->Resume(wake, p.response);
-  if (!step.done()) {
-    Wait(step, now);
-    return;
-  }
-  std::unique_ptr<Pending> done = std::move(pending_);
-  phase_ = Phase::kIdle;  // Finish() may close instead
-  Finish(done->request, done->response, done->timing, done->announce_close);
-  if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
-}
-
-void Connection::HandlerFdsReady(std::span<const uint8_t> ready,
-                                 Clock::time_point now) {
-  if (phase_ != Phase::kHandler) return;
-  if (now >= pending_->request_deadline) {
-    TimeOutExchange(now);
-    Process(now);
-    return;
-  }
-  const Step& step = pending_->step;
-  Wake wake;
-  wake.why = Wake::Why::kFdsReady;
-  wake.nfds = step.nfds;
-  wake.fds = step.fds;
-  for (size_t i = 0; i < step.nfds && i < ready.size(); ++i)
-    wake.fds[i].ready = ready[i];
-  ResumeExchange(wake, now);
-  Process(now);  // pipelined requests behind this one
-}
-
-void Connection::CutShort() {
-  if (!pending_) return;
-  std::unique_ptr<Pending> done = std::move(pending_);
-  done->response.Reset();
-  done->response.status = 503;
-  done->response.body = "stopping\n";
-  done->response.close = true;
-  phase_ = Phase::kIdle;
-  Finish(done->request, done->response, done->timing, true);
-}
-
 void Connection::Finish(const Request& request, const Response& response,
                         const RequestTiming& timing, bool announce_close) {
   const bool draining = Draining();
@@ -363,22 +255,9 @@ void Connection::DeadlinePassed(Clock::time_point now) {
   }
   if (now < deadline_) return;
   switch (phase_) {
-    case Phase::kHandler: {
-      if (now >= pending_->request_deadline) {
-        TimeOutExchange(now);
-        Process(now);  // pipelined requests behind this one
-        return;
-      }
-      const Step& step = pending_->step;
-      Wake wake;
-      wake.why = step.kind == Step::Kind::kFds ? Wake::Why::kDeadline
-                                               : Wake::Why::kTimer;
-      wake.nfds = step.nfds;
-      wake.fds = step.fds;
-      ResumeExchange(wake, now);
-      Process(now);  // pipelined requests behind this one
+    case Phase::kHandler:
+      HandlerDeadline(now);
       return;
-    }
     case Phase::kFresh:
     case Phase::kHead:
     case Phase::kBody:
@@ -411,13 +290,7 @@ void Connection::DropPending() {
   // Closing cancels a waiting exchange: destroying it is how the handler
   // learns; the request is no longer in flight.
   pending_.reset();
-  WorkerStats& s = stats();
-  const uint64_t inflight = s.inflight.load(std::memory_order_relaxed) - 1;
-  s.inflight.store(inflight, std::memory_order_relaxed);
-  if (inflight == 0) {
-    s.busy.store(0, std::memory_order_relaxed);
-    s.current_start_us.store(0, std::memory_order_relaxed);
-  }
+  RequestLeavesFlight(stats());
 }
 
 void Connection::PeerClosed() { Abort(CloseReason::kClient); }

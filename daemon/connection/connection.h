@@ -213,6 +213,7 @@ class Connection {
                     const gearbox::Step& step);
   void Wait(const gearbox::Step& step, Clock::time_point now);
   void ResumeExchange(const Wake& wake, Clock::time_point now);
+  void HandlerDeadline(Clock::time_point now);
   void TimeOutExchange(Clock::time_point now);
   void Finish(const Request& request, const Response& response,
               const RequestTiming& timing, bool announce_close);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "daemon/clock.h"
 #include "daemon/codec.h"
@@ -75,6 +76,33 @@ inline void WaitEnds(RequestTiming& timing,
   if (timing.cpu_sampled) timing.cpu_mark_ns = ThreadCpuNanos();
 }
 
+// In-flight bookkeeping, written once: a request enters flight when its
+// exchange starts and leaves it when it is answered or dropped with its
+// connection. An async loop has many requests in flight on one slot: the slot
+// is busy while any is, and shows the oldest one.
+inline void RequestEntersFlight(WorkerStats& stats, const RequestTiming& timing,
+                                std::string_view path) {
+  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) + 1;
+  stats.inflight.store(inflight, std::memory_order_relaxed);
+  stats.busy.store(1, std::memory_order_relaxed);
+  if (inflight != 1) return;
+  // The deadline first: a reader that sees the start sees its deadline
+  // (the prefork master and threadpool look for requests stuck past it).
+  stats.current_deadline_us.store(
+      timing.start_us + static_cast<uint64_t>(timing.timeout.count()),
+      std::memory_order_relaxed);
+  stats.current_start_us.store(timing.start_us, std::memory_order_release);
+  stats.SetCurrentPath(path);
+}
+
+inline void RequestLeavesFlight(WorkerStats& stats) {
+  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) - 1;
+  stats.inflight.store(inflight, std::memory_order_relaxed);
+  if (inflight != 0) return;
+  stats.busy.store(0, std::memory_order_relaxed);
+  stats.current_start_us.store(0, std::memory_order_relaxed);
+}
+
 // Starts the exchange for `request` at `now` (the machine's clock: the base of
 // its wait and request deadlines too, so a handler that waits X is served in
 // no less than X); marks the worker busy and the request in flight until
@@ -112,20 +140,7 @@ inline std::unique_ptr<Exchange> BeginRequest(
   timing.queue_us =
       ready_us && ready_us < timing.start_us ? timing.start_us - ready_us : 0;
   stats.queue_wait.Record(timing.queue_us);
-  // An async loop has many requests in flight on one slot: the slot is busy
-  // while any is, and shows the oldest one.
-  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) + 1;
-  stats.inflight.store(inflight, std::memory_order_relaxed);
-  stats.busy.store(1, std::memory_order_relaxed);
-  if (inflight == 1) {
-    // The deadline first: a reader that sees the start sees its deadline
-    // (the prefork master and threadpool look for requests stuck past it).
-    stats.current_deadline_us.store(
-        timing.start_us + static_cast<uint64_t>(timing.timeout.count()),
-        std::memory_order_relaxed);
-    stats.current_start_us.store(timing.start_us, std::memory_order_release);
-    stats.SetCurrentPath(request.path);
-  }
+  RequestEntersFlight(stats, timing, request.path);
   if (cycle.started_path) cycle.started_path->assign(request.path);
   return route.handler->Start(request);
 }
@@ -161,12 +176,7 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
   Bump(stats.requests);
   stats.CountStatus(response.status);
   Bump(stats.bytes_out, out.size() - before);
-  const uint64_t inflight = stats.inflight.load(std::memory_order_relaxed) - 1;
-  stats.inflight.store(inflight, std::memory_order_relaxed);
-  if (inflight == 0) {
-    stats.busy.store(0, std::memory_order_relaxed);
-    stats.current_start_us.store(0, std::memory_order_relaxed);
-  }
+  RequestLeavesFlight(stats);
   if (cycle.log && cycle.log->enabled()) {
     RequestRecord r;
     r.method = request.method;
