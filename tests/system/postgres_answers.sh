@@ -22,7 +22,7 @@
 #      request_timeouts, the query cancelled.
 
 answers_setup() {  # once, after the cluster is up
-  sql "CREATE TABLE u (id int PRIMARY KEY);
+  sql "CREATE TABLE u (id int PRIMARY KEY); CREATE TABLE orphan_t (id int);
        CREATE FUNCTION fail_with(code text) RETURNS int LANGUAGE plpgsql AS
          \$\$ BEGIN RAISE EXCEPTION 'failing with %', code USING ERRCODE = code;
          END \$\$;"
@@ -302,6 +302,14 @@ params = ["n", "s"]
 pool = 1
 pipeline = 8
 timeout = "2s"
+[[route]]
+path = "/orphan"
+handler = "postgres"
+dsn = "$dsn options='-c lock_timeout=400'"
+query = "SELECT \$1::int AS n, count(*)::int AS orphan_query FROM orphan_t"
+params = ["n"]
+pool = 1
+pipeline = 8
 EOT
 }
 
@@ -373,4 +381,40 @@ EOT
     fail "a timed-out query with others behind it was cancelled"
   fi
   expect "http://127.0.0.1:$1/pipeslow?n=7&s=0" 200 '[{"n":7,"pipeslow_query":""}]'
+}
+
+# A PREPARE that fails after its client hung up, with another segment riding
+# behind it on the connection: the statement leaves the connection's cache,
+# so the next request prepares it again (without that it would execute a
+# name the server does not have: 26000). The PREPARE waits for a lock held
+# by another session and fails on the dsn's lock_timeout (55P03).
+check_orphan_prepare() {  # PORT
+  psql -X -q -At -h "$work" -U postgres -d postgres -c \
+    "BEGIN; LOCK TABLE orphan_t IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(1.5); COMMIT;" \
+    >/dev/null &
+  local locker=$! out
+  wait_for "[[ \$(sql \"SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+    WHERE c.relname = 'orphan_t' AND l.mode = 'AccessExclusiveLock' AND l.granted\") == 1 ]]" 5 ||
+    fail "the lock on orphan_t was not taken"
+  out=$(python3 - "$1" <<'EOT'
+import http.client, socket, sys, threading, time
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port))
+a.sendall(b"GET /orphan?n=1 HTTP/1.1\r\nHost: x\r\n\r\n")  # prepares, waits
+time.sleep(0.1)
+got = {}
+def rider():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/orphan?n=2")
+    got["rider"] = c.getresponse().status
+t = threading.Thread(target=rider); t.start()
+time.sleep(0.1)
+a.close()  # the preparing exchange goes away; the rider stays on the wire
+t.join()
+print(got["rider"])
+EOT
+)
+  wait "$locker"
+  say "  orphaned prepare: the rider got $out"
+  expect "http://127.0.0.1:$1/orphan?n=3" 200 '[{"n":3,"orphan_query":0}]'
 }

@@ -436,7 +436,8 @@ for model in $MODELS; do
   if [[ $model == async ]]; then
     check_async_concurrency "$port"
     check_pipeline "$port" "$log"
-    say "  pipelines: a failing query, a timed-out one, the others answered ok"
+    check_orphan_prepare "$port"
+    say "  pipelines: a failing query, a timed-out one, the others answered, a prepare orphaned by its client ok"
   fi
   check_server_stop "$base" "$port"
   say "  database stop: quick 502s, daemon up; restart: served again ok"

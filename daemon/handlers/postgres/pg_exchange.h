@@ -121,13 +121,7 @@ class PgExchange final : public Exchange, private PgSegment {
   PGresult* result_ = nullptr;  // the command's first non-row result
   RowWriter rows_;              // the execute's rows, into body_
   std::string body_;
-  // Pipelined: the segment's commands, the one whose results come now.
-  static constexpr int kMaxDeallocations = 2;  // per segment
-  Phase commands_[3 + kMaxDeallocations] = {};
-  std::string deallocating_[kMaxDeallocations];  // names, in command order
-  uint8_t ncommands_ = 0;
-  uint8_t command_ = 0;
-  uint8_t first_deallocation_ = 0;     // commands_' index of the first
+  SegmentCommands commands_;           // pipelined: the segment's
   int wake_ = -1;                      // WorkerHome::NewWake
   bool on_wire_ = false;               // in its connection's inflight
   bool synced_ = false;                // its sync point came

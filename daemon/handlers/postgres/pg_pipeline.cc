@@ -37,6 +37,9 @@ void PgPool::Drain(PgSlot* slot) {
     }
   }
   if (!slot->conn) return;
+  if (!slot->orphans.empty()) {
+    std::erase_if(slot->orphans, [](const auto& o) { return o->done(); });
+  }
   if (PQstatus(slot->conn) != CONNECTION_OK) return FailPipeline(slot);
   // Each segment that ended makes room for one waiter (Release hands the
   // connection over, or makes it idle once nothing is on it).

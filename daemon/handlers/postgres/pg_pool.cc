@@ -123,6 +123,7 @@ void PgPool::Drop(PgSlot* slot) {
   Close(slot);
   slot->pipelined = false;
   slot->inflight.clear();
+  slot->orphans.clear();
   slot->statements.Clear();
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);

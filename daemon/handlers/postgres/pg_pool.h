@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/handlers/postgres/pg_segment.h"
 #include "daemon/handlers/postgres/statement_cache.h"
 #include "daemon/worker_home.h"
 
@@ -27,20 +28,6 @@ namespace gearbox::postgres {
 using Clock = std::chrono::steady_clock;
 
 class PgPool;
-
-// One exchange's query on a pipelined connection (libpq's pipeline mode: its
-// commands, then a sync point): the connection's reader (PgPool::Drain)
-// hands it its results in order. Every call is on the worker's thread.
-class PgSegment {
- public:
-  virtual void OnResult(PGresult* result) = 0;  // the callee owns it
-  virtual void OnCommandEnd() = 0;              // PQgetResult returned null
-  virtual void OnSync() = 0;  // its sync point: the segment is over
-  virtual void OnLost() = 0;  // the connection broke first
-
- protected:
-  ~PgSegment() = default;
-};
 
 struct PgSlot {
   enum class State { kEmpty, kInUse, kIdle };
@@ -57,6 +44,8 @@ struct PgSlot {
   // are read and dropped).
   bool pipelined = false;
   std::deque<PgSegment*> inflight;
+  // Segments of exchanges that went away, still on the wire (in inflight).
+  std::vector<std::unique_ptr<OrphanSegment>> orphans;
 };
 
 // An exchange waiting for a connection (a member of the exchange).

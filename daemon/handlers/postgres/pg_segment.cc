@@ -3,22 +3,34 @@
 // a sync point (PQpipelineSync), so a failing query aborts only the rest of
 // its own segment. The connection's reader (PgPool::Drain) hands each result
 // to its segment; the exchange waits on a wake of its own meanwhile.
+#include <algorithm>
+#include <memory>
+
 #include "daemon/handlers/postgres/pg_cancel.h"
 #include "daemon/handlers/postgres/pg_exchange.h"
 #include "daemon/logging.h"
 
 namespace gearbox::postgres {
+namespace {
+
+bool IsOrphan(const PgSlot& slot, const PgSegment* segment) {
+  for (const auto& orphan : slot.orphans) {
+    if (orphan.get() == segment) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Step PgExchange::SendSegment(Response& response) {
   PGconn* conn = slot_->conn;
   bool sent = true;
-  ncommands_ = 0;
-  command_ = 0;
+  commands_.Clear();
   if (route_->check_budget) {
     route_->check_budget = false;
     sent = PQsendQueryParams(conn, "SHOW max_connections", 0, nullptr, nullptr,
                              nullptr, nullptr, 0);
-    commands_[ncommands_++] = Phase::kCheckBudget;
+    commands_.Add(SegmentCommands::Kind::kCheckBudget);
   }
   sent = sent && SendStatement(conn) && PQpipelineSync(conn);
   if (!sent) {
@@ -62,13 +74,13 @@ bool PgExchange::SendStatement(PGconn* conn) {
     sent =
         sent && PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
                               route_->nparams, nullptr);
-    commands_[ncommands_++] = Phase::kPrepare;
+    commands_.Add(SegmentCommands::Kind::kPrepare);
   }
   std::vector<const char*> values(values_.size());
   for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
   sent = sent && PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
                                      values.data(), nullptr, nullptr, 0);
-  commands_[ncommands_++] = Phase::kExecute;
+  commands_.Add(SegmentCommands::Kind::kExecute);
   return sent;
 }
 
@@ -78,24 +90,22 @@ bool PgExchange::SendStatement(PGconn* conn) {
 bool PgExchange::SendDeallocations(PGconn* conn) {
   std::vector<std::string>& evicted = slot_->statements.evicted();
   bool sent = true;
-  first_deallocation_ = ncommands_;
-  for (int i = 0; sent && i < kMaxDeallocations && !evicted.empty(); ++i) {
-    deallocating_[i] = std::move(evicted.back());
+  commands_.first_deallocation = commands_.count;
+  for (int i = 0;
+       sent && i < SegmentCommands::kMaxDeallocations && !evicted.empty();
+       ++i) {
+    commands_.deallocating[i] = std::move(evicted.back());
     evicted.pop_back();
-    const std::string sql = "DEALLOCATE " + deallocating_[i];
+    const std::string sql = "DEALLOCATE " + commands_.deallocating[i];
     sent = PQsendQueryParams(conn, sql.c_str(), 0, nullptr, nullptr, nullptr,
                              nullptr, 0);
-    commands_[ncommands_++] = Phase::kDeallocate;
+    commands_.Add(SegmentCommands::Kind::kDeallocate);
   }
   return sent;
 }
 
 void PgExchange::OnDeallocated(PGresult* result) {
-  // Aborted by an earlier command's failure: the statement still exists.
-  if (PQresultStatus(result) == PGRES_PIPELINE_ABORTED && slot_) {
-    slot_->statements.evicted().push_back(
-        std::move(deallocating_[command_ - first_deallocation_]));
-  }
+  if (slot_) commands_.Deallocated(result, slot_->statements);
   PQclear(result);
 }
 
@@ -121,10 +131,12 @@ Step PgExchange::AwaitSegment(const Wake& wake, Response& response) {
 }
 
 void PgExchange::OnResult(PGresult* result) {
-  const Phase command = commands_[command_];
-  if (command == Phase::kDeallocate) return OnDeallocated(result);
+  const SegmentCommands::Kind command = commands_.Current();
+  if (command == SegmentCommands::Kind::kDeallocate) {
+    return OnDeallocated(result);
+  }
   const ExecStatusType status = PQresultStatus(result);
-  if (command == Phase::kExecute && !result_ &&
+  if (command == SegmentCommands::Kind::kExecute && !result_ &&
       (status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK)) {
     // Past a limit the rest is dropped as it comes: the connection carries
     // other segments, so it is read to this one's end, not cut off.
@@ -161,14 +173,15 @@ void PgExchange::OnResult(PGresult* result) {
 }
 
 void PgExchange::OnCommandEnd() {
-  const Phase command = commands_[command_];
-  if (command_ + 1 < ncommands_) ++command_;
+  using Kind = SegmentCommands::Kind;
+  const Kind command = commands_.Current();
+  commands_.Advance();
   // result_ is the execute's answer (an error or a command's); the
   // deallocations answer nothing (OnDeallocated).
-  if (command == Phase::kExecute || command == Phase::kDeallocate) return;
+  if (command == Kind::kExecute || command == Kind::kDeallocate) return;
   PGresult* result = result_;
   result_ = nullptr;
-  if (command == Phase::kCheckBudget) {
+  if (command == Kind::kCheckBudget) {
     if (result) LogBudget(result);
     PQclear(result);
   } else if (result && PQresultStatus(result) != PGRES_COMMAND_OK) {
@@ -229,11 +242,26 @@ void PgExchange::Abandon() {
   on_wire_ = false;
   PgSlot* slot = slot_;
   slot_ = nullptr;
-  for (PgSegment*& segment : slot->inflight) {
-    if (segment == static_cast<PgSegment*>(this)) segment = nullptr;
-  }
-  for (const PgSegment* segment : slot->inflight) {
-    if (segment) return;  // others ride on it: this one's results are dropped
+  const bool others_ride = std::any_of(
+      slot->inflight.begin(), slot->inflight.end(), [&](PgSegment* segment) {
+        return segment && segment != static_cast<PgSegment*>(this) &&
+               !IsOrphan(*slot, segment);
+      });
+  if (others_ride) {
+    // Its results are dropped as they come; the orphan, if any, still reads
+    // what they say about the connection's statements.
+    PgSegment* heir = nullptr;
+    if (commands_.TouchesStatements()) {
+      const bool prepare_failed =
+          commands_.Current() == SegmentCommands::Kind::kPrepare && result_ &&
+          PQresultStatus(result_) != PGRES_COMMAND_OK;
+      slot->orphans.push_back(std::make_unique<OrphanSegment>(
+          std::move(commands_), statement_, prepare_failed, &slot->statements));
+      heir = slot->orphans.back().get();
+    }
+    std::replace(slot->inflight.begin(), slot->inflight.end(),
+                 static_cast<PgSegment*>(this), heir);
+    return;
   }
   // Nobody else waits on the connection: cancel the query and close it, as
   // an exclusive exchange does.
