@@ -12,6 +12,7 @@
 """
 import http.client
 import json
+import os
 import sys
 import threading
 import time
@@ -70,6 +71,12 @@ def steady(port, path, seconds, concurrency, out):
         while time.monotonic() - start < seconds:
             t0 = time.monotonic()
             status = get(port, path, 5)
+            if status == 200 and not os.path.exists(out + ".first"):
+                # The first answer served: the caller may stop the database
+                # now. Holds this run's start on the system's monotonic clock.
+                with open(out + ".first.tmp", "w") as f:
+                    f.write("%.6f\n" % start)
+                os.replace(out + ".first.tmp", out + ".first")
             with lock:
                 lines.append("%.3f %d %.4f" % (t0 - start, status,
                                                time.monotonic() - t0))
