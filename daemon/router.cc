@@ -72,7 +72,15 @@ void SetCaptures(const Route& route, const RouteTrie::Match& match,
 Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
                const Modules* modules, int worker, WorkerStats* slot,
                WorkerHome* home)
-    : own_home_(home ? nullptr : std::make_unique<WorkerHome>()), info_(info) {
+    : own_home_(home ? nullptr : std::make_unique<WorkerHome>()),
+      info_(info),
+      other_id_(OtherRouteId(routes)) {
+  if (slot && slot->routes && slot->route_ids <= other_id_) {
+    // The region was made for another config: counting would overrun it.
+    fprintf(stderr, "Router: %zu routes, stats slot has %zu route ids\n",
+            routes.size(), slot->route_ids);
+    abort();
+  }
   info_.worker = worker;
   info_.slot = slot;
   info_.home = home ? home : own_home_.get();
@@ -89,12 +97,12 @@ Router::Router(const std::vector<RouteConfig>& routes, const ServerInfo& info,
               route.path.c_str(), route.handler.c_str());
       abort();
     }
-    routes_.push_back(Route{std::move(handler),
-                            route.timeout.value_or(Duration(0)),
-                            static_cast<uint32_t>(std::min(i, kOtherRoute)),
-                            CaptureNames(route.pattern)});
+    routes_.push_back(
+        Route{std::move(handler), route.timeout.value_or(Duration(0)),
+              static_cast<uint32_t>(i), CaptureNames(route.pattern)});
     Compile(route, static_cast<uint32_t>(i));
   }
+  not_found_.id = bad_path_.id = server_options_.id = other_id_;
   not_found_.handler = Answer(info_, 404, "not found\n");
   bad_path_.handler = Answer(info_, 400, "bad request path\n");
   // "OPTIONS *" (the only request the codecs let through with target "*")
@@ -172,6 +180,7 @@ const Route& Router::NotAllowed(std::string_view path) const {
   auto it = not_allowed_.find(allow_);
   if (it == not_allowed_.end()) {
     Route route;
+    route.id = other_id_;
     route.handler = std::make_unique<NotAllowedHandler>(allow_);
     it = not_allowed_.emplace(allow_, std::move(route)).first;
   }
@@ -193,22 +202,21 @@ void Router::Add(std::string path, std::unique_ptr<Handler> handler,
     abort();
   }
   const RoutePattern& pattern = std::get<RoutePattern>(parsed);
-  routes_.push_back(Route{std::move(handler), timeout,
-                          static_cast<uint32_t>(kOtherRoute),
-                          CaptureNames(pattern)});
+  routes_.push_back(
+      Route{std::move(handler), timeout, other_id_, CaptureNames(pattern)});
   any_method_.Add(pattern, static_cast<uint32_t>(routes_.size() - 1));
 }
 
 std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes) {
-  std::vector<std::string> names(kRouteSlots);
+  std::vector<std::string> names(routes.size() + 1);
   // Routes that share a pattern (disjoint methods) have the same path.
   std::map<std::string_view, int> uses;
   for (const RouteConfig& route : routes) ++uses[route.path];
-  for (size_t i = 0; i < routes.size() && i < kOtherRoute; ++i) {
+  for (size_t i = 0; i < routes.size(); ++i) {
     names[i] =
         uses[routes[i].path] > 1 ? RouteDisplay(routes[i]) : routes[i].path;
   }
-  names[kOtherRoute] = std::string(kOtherRouteName);
+  names[OtherRouteId(routes)] = std::string(kOtherRouteName);
   return names;
 }
 

@@ -25,8 +25,8 @@ struct Route {
   // The route's own deadline; zero: [limits] request_timeout.
   Duration timeout{0};
   // The id its figures are counted under: the route's index in the config,
-  // or kOtherRoute (404s, "*", routes past the first kRouteSlots - 1).
-  uint32_t id = static_cast<uint32_t>(kOtherRoute);
+  // or the number of routes (404s, 405s, 400s, "*": OtherRouteId()).
+  uint32_t id = 0;
   // The names of its pattern's wildcards in order ("" for a trailing '/').
   std::vector<std::string> captures;
 };
@@ -34,11 +34,17 @@ struct Route {
 // How requests that match no counted route are shown.
 inline constexpr std::string_view kOtherRouteName = "(other)";
 
+// The id requests no route serves count under: one past the config's routes
+// (StatsRegion::Create(slots, routes.size()) has a slot for it).
+inline uint32_t OtherRouteId(const std::vector<RouteConfig>& routes) {
+  return static_cast<uint32_t>(routes.size());
+}
+
 // Route id -> name for a generation's routes (for ServerInfo::route_names):
-// kRouteSlots names: the first routes' patterns as written (with their
+// routes.size() + 1 names: the routes' patterns as written (with their
 // methods, "GET,POST /items/{id}", when routes share a pattern: never a
-// request's path, so the labels are bounded by the config), "" for ids no
-// route uses, and kOtherRouteName last.
+// request's path, so the labels are bounded by the config), and
+// kOtherRouteName last.
 std::vector<std::string> RouteNames(const std::vector<RouteConfig>& routes);
 
 class Router {
@@ -68,7 +74,7 @@ class Router {
   }
   // Serves pattern `path` for any method with `handler` (replacing the
   // handler of the same pattern), for handlers that do not come from a
-  // RouteConfig (tests). Its figures count under kOtherRoute: route ids
+  // RouteConfig (tests). Its figures count under the other id: route ids
   // follow the config.
   void Add(std::string path, std::unique_ptr<Handler> handler,
            Duration timeout = Duration(0));
@@ -86,6 +92,7 @@ class Router {
 
   std::unique_ptr<WorkerHome> own_home_;  // outlives the handlers below
   ServerInfo info_;
+  uint32_t other_id_;                  // OtherRouteId() of the config
   std::vector<Route> routes_;          // by index, config order first
   std::vector<MethodTrie> by_method_;  // a route with methods is in each
   RouteTrie any_method_;

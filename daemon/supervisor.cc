@@ -124,7 +124,8 @@ class Supervisor {
     ctx.config = ModelConfigOf(config);
     ctx.listeners = &listeners_;
     ctx.generation = gen->number;
-    gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config));
+    gen->stats = StatsRegion::Create(gen->model->SlotsNeeded(ctx.config),
+                                     config.routes.size());
     gen->started = Clock::now();
     ctx.stats = gen->stats;
     ctx.request_log = std::make_shared<RequestLog>(config.log);
@@ -140,7 +141,7 @@ class Supervisor {
     info.live.push_back(gen->stats);
     info.route_names = RouteNames(config.routes);
     gen->history = RouteHistory::Create(
-        std::min(info.route_names.size(), kRouteSlots), config.metrics.interval,
+        gen->stats->route_ids(), config.metrics.interval,
         static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(
                 gen->started.time_since_epoch())

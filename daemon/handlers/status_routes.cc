@@ -62,7 +62,8 @@ void ReadWindow(const RouteHistory& history, Duration asked, RouteStatus& s) {
   const RouteHistory::Base base =
       history.At(now_us > asked_us ? now_us - asked_us : 0);
   s.window.interval_us = now_us > base.at_us ? now_us - base.at_us : 1;
-  for (size_t id = 0; id < kRouteSlots; ++id) {
+  s.window.routes.resize(s.totals.size());
+  for (size_t id = 0; id < s.totals.size(); ++id) {
     s.window.routes[id] = id < base.totals.size()
                               ? s.totals[id].Since(base.totals[id])
                               : RouteTotals{};
@@ -76,8 +77,8 @@ RouteStatus GatherRouteStatus(const ServerInfo& info,
                               std::optional<Duration> asked) {
   RouteStatus s;
   s.names = info.route_names;
-  info.stats->SumRoutes(s.totals);
-  s.window = info.stats->window().Read();
+  s.totals = info.stats->SumRoutes();
+  s.window = info.stats->ReadWindow();
   if (asked && info.history) {
     ReadWindow(*info.history, *asked, s);
     // The workers now: a window can be read before the first interval has
@@ -99,7 +100,7 @@ void AppendRoutesJson(const RouteStatus& s, std::string& out) {
   out += fmt::format(",\"cores\":{},\"cpu_sample_every\":{},\"routes\":[",
                      s.machine.cores, kCpuSampleEvery);
   bool first = true;
-  for (size_t id = 0; id < s.names.size() && id < kRouteSlots; ++id) {
+  for (size_t id = 0; id < s.names.size() && id < s.totals.size(); ++id) {
     if (s.names[id].empty()) continue;
     const RouteTotals& t = s.totals[id];
     out += fmt::format(
@@ -147,7 +148,7 @@ void AppendRoutesText(const RouteStatus& s, std::string& out) {
     out += fmt::format("window_asked_s: {:.3f}\n",
                        std::chrono::duration<double>(*s.asked).count());
   }
-  for (size_t id = 0; id < s.names.size() && id < kRouteSlots; ++id) {
+  for (size_t id = 0; id < s.names.size() && id < s.totals.size(); ++id) {
     if (s.names[id].empty()) continue;
     const RouteTotals& t = s.totals[id];
     const RouteTotals& w = s.window.routes[id];
@@ -196,7 +197,7 @@ void AppendRoutesOpenMetrics(const RouteStatus& s, std::string& out) {
   for (const Family& f : kFamilies) {
     out += fmt::format("# TYPE gearbox_{} counter\n# HELP gearbox_{} {}\n",
                        f.name, f.name, f.help);
-    for (size_t id = 0; id < s.names.size() && id < kRouteSlots; ++id) {
+    for (size_t id = 0; id < s.names.size() && id < s.totals.size(); ++id) {
       if (s.names[id].empty()) continue;
       out += fmt::format("gearbox_{}_total{{route=\"{}\"}} {}\n", f.name,
                          LabelValue(s.names[id]), f.value(s.totals[id]));

@@ -15,12 +15,12 @@
 namespace gearbox {
 
 struct RouteStatus {
-  std::vector<std::string> names;  // route id -> name ("" unused)
-  RouteTotals totals[kRouteSlots];
+  std::vector<std::string> names;   // route id -> name ("" unused)
+  std::vector<RouteTotals> totals;  // by route id
   // The last stats interval, or the window asked for (`asked`): then its
   // interval_us is what the figures cover, shorter than asked when the
   // generation is younger.
-  RouteWindow::Snapshot window;
+  RouteWindow window;
   std::optional<Duration> asked;
   advisor::MachineFacts machine;
   std::optional<advisor::Advice> advice;  // none before the first interval

@@ -26,11 +26,25 @@ namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
-size_t CapacityFor(Duration interval) {
-  const Duration step = std::max(interval, kHistoryStep);
-  // +2: the snapshot just older than the longest window, and the one being
-  // replaced.
+// +2: the snapshot just older than the longest window, and the one being
+// replaced.
+size_t CapacityFor(Duration step) {
   return static_cast<size_t>((kHistorySpan + step - Duration(1)) / step) + 2;
+}
+
+size_t EntryBytes(size_t routes) { return (1 + 6 * routes) * sizeof(uint64_t); }
+
+// The step: max(interval, kHistoryStep), times the least whole factor that
+// keeps the ring within kHistoryBudget (a snapshot is only taken at an
+// interval's end, so a step between two multiples would be the next one).
+Duration StepFor(Duration interval, size_t routes) {
+  const Duration base = std::max(interval, kHistoryStep);
+  const size_t fit = std::max<size_t>(kHistoryBudget / EntryBytes(routes), 3);
+  int64_t factor = 1;
+  while (CapacityFor(base * factor) > fit && base * factor < kHistorySpan) {
+    ++factor;
+  }
+  return base * factor;
 }
 
 }  // namespace
@@ -50,9 +64,9 @@ std::optional<Duration> ParseWindow(std::string_view text,
 std::unique_ptr<RouteHistory> RouteHistory::Create(size_t routes,
                                                    Duration interval,
                                                    uint64_t started_us) {
-  const size_t capacity = CapacityFor(interval);
-  const size_t bytes =
-      sizeof(Header) + capacity * (1 + 6 * routes) * sizeof(uint64_t);
+  const Duration step = StepFor(interval, routes);
+  const size_t capacity = CapacityFor(step);
+  const size_t bytes = sizeof(Header) + capacity * EntryBytes(routes);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -60,15 +74,20 @@ std::unique_ptr<RouteHistory> RouteHistory::Create(size_t routes,
             strerror(errno));
     abort();
   }
-  std::unique_ptr<RouteHistory> h(new RouteHistory(mem, routes, capacity));
+  std::unique_ptr<RouteHistory> h(
+      new RouteHistory(mem, routes, capacity, step));
   // The generation's counters start at zero when it does.
   const std::vector<RouteTotals> zero(routes);
   h->Record(started_us, zero.data());
   return h;
 }
 
-RouteHistory::RouteHistory(void* mem, size_t routes, size_t capacity)
-    : header_(new (mem) Header()), routes_(routes), capacity_(capacity) {
+RouteHistory::RouteHistory(void* mem, size_t routes, size_t capacity,
+                           Duration step)
+    : header_(new (mem) Header()),
+      routes_(routes),
+      capacity_(capacity),
+      step_(step) {
   // Anonymous pages are zero, a valid std::atomic<uint64_t> each: the
   // entries need no construction (touching them all would make the whole
   // ring resident at once).
@@ -94,8 +113,7 @@ void RouteHistory::Record(uint64_t now_us, const RouteTotals* totals) {
         Entry((next + capacity_ - 1) % capacity_)[0].load(kRelaxed);
     if (now_us <
         last + static_cast<uint64_t>(
-                   std::chrono::duration_cast<std::chrono::microseconds>(
-                       kHistoryStep)
+                   std::chrono::duration_cast<std::chrono::microseconds>(step_)
                        .count()))
       return;
   }

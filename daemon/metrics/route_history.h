@@ -10,9 +10,12 @@
 // most (the advice is about the model serving now, and the routes' ids are
 // the new config's).
 //
-// Memory: (kHistorySpan / max(interval, 1 s) + 2) entries of 8 + 48 bytes
-// per route id. With 32 route ids: 1.3 MiB at a 1 s interval, 140 KiB at
-// 10 s, per generation, mapped when it starts and touched as it fills.
+// Memory: (kHistorySpan / step + 2) entries of 8 + 48 bytes per route id,
+// per generation, mapped when it starts and touched as it fills. The step is
+// max(interval, 1 s), made a whole multiple of that when the ring would pass
+// kHistoryBudget (many routes): coarser snapshots, the same 15 minutes. With
+// 5 routes (6 ids): 261 KiB at a 1 s interval, 27 KiB at 10 s; 1,000 routes:
+// 3.9 MiB (11 s steps), or 2.2 MiB at 10 s (20 s steps).
 #pragma once
 
 #include <atomic>
@@ -35,6 +38,10 @@ inline constexpr Duration kHistorySpan = std::chrono::minutes(15);
 // Snapshots are at least this far apart (a 100 ms stats interval would
 // otherwise need 9,000 entries for the same span).
 inline constexpr Duration kHistoryStep = std::chrono::seconds(1);
+// The ring's size it stays under (but for its 3 entries at least, a window
+// then resolving to kHistorySpan): a config's routes cost coarser snapshots
+// past it, not memory.
+inline constexpr size_t kHistoryBudget = size_t{4} << 20;
 
 // A window to read (/status?window=, --advise --window): a duration from 1 s
 // to kHistorySpan. Sets *error (an actionable message, naming `what`) and
@@ -55,11 +62,13 @@ class RouteHistory {
 
   size_t routes() const { return routes_; }
   size_t capacity() const { return capacity_; }
+  // How far apart snapshots are at least (see Memory above).
+  Duration step() const { return step_; }
   size_t MappedBytes() const;
 
   // The supervisor only (one writer): the running totals of every route id
   // (`totals` has routes() entries) at `now_us`. Skipped when the previous
-  // snapshot is less than kHistoryStep old.
+  // snapshot is less than step() old.
   void Record(uint64_t now_us, const RouteTotals* totals);
 
   struct Base {
@@ -73,12 +82,13 @@ class RouteHistory {
 
  private:
   struct Header;
-  RouteHistory(void* mem, size_t routes, size_t capacity);
+  RouteHistory(void* mem, size_t routes, size_t capacity, Duration step);
   std::atomic<uint64_t>* Entry(size_t i) const;  // [0]: time, then 6/route
   size_t EntryWords() const { return 1 + 6 * routes_; }
 
   Header* header_;
   size_t routes_, capacity_;
+  Duration step_;
 };
 
 }  // namespace gearbox

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "daemon/advisor/machine.h"
 #include "daemon/logging.h"
 
@@ -26,11 +28,13 @@ advisor::RouteFigures FiguresOf(std::string name, const RouteTotals& t,
 }
 
 std::vector<advisor::RouteFigures> WindowFigures(
-    const RouteWindow::Snapshot& window, const std::vector<std::string>& names,
-    const RouteTotals (&all_time)[kRouteSlots]) {
+    const RouteWindow& window, const std::vector<std::string>& names,
+    const std::vector<RouteTotals>& all_time) {
   std::vector<advisor::RouteFigures> out;
   const double seconds = static_cast<double>(window.interval_us) / 1e6;
-  for (size_t id = 0; id < kRouteSlots && id < names.size(); ++id) {
+  const size_t ids =
+      std::min({names.size(), window.routes.size(), all_time.size()});
+  for (size_t id = 0; id < ids; ++id) {
     if (names[id].empty()) continue;
     out.push_back(
         FiguresOf(names[id], window.routes[id], seconds, &all_time[id]));
@@ -92,34 +96,34 @@ void RouteReporter::Report(std::string_view model, int generation, int workers,
                            StatsRegion& stats, RouteHistory* history,
                            const std::vector<std::string>& route_names,
                            Clock::time_point started, Clock::time_point now) {
-  RouteTotals totals[kRouteSlots];
-  stats.SumRoutes(totals);
-  if (history && history->routes() <= kRouteSlots) {
+  const std::vector<RouteTotals> totals = stats.SumRoutes();
+  if (history && history->routes() == totals.size()) {
     history->Record(static_cast<uint64_t>(
                         std::chrono::duration_cast<std::chrono::microseconds>(
                             now.time_since_epoch())
                             .count()),
-                    totals);
+                    totals.data());
   }
   if (last_region_ != &stats) {
     // A new generation: its counters started from zero when it did (within
     // this interval, after a reload).
     last_region_ = &stats;
-    for (RouteTotals& t : last_) t = RouteTotals{};
+    last_.assign(totals.size(), RouteTotals{});
     last_time_ = std::max(last_time_, started);
     tracker_.Reset();
   }
   const double seconds =
       std::chrono::duration<double>(now - last_time_).count();
   last_time_ = now;
-  RouteWindow::Snapshot window;
+  RouteWindow window;
   window.interval_us = static_cast<uint64_t>(std::max(seconds, 1e-3) * 1e6);
   window.workers = static_cast<uint64_t>(std::max(workers, 0));
-  for (size_t i = 0; i < kRouteSlots; ++i) {
+  window.routes.resize(totals.size());
+  for (size_t i = 0; i < totals.size(); ++i) {
     window.routes[i] = totals[i].Since(last_[i]);
-    last_[i] = totals[i];
   }
-  stats.window().Publish(window);
+  last_ = totals;
+  stats.PublishWindow(window);
   LogRoutes(generation, window, route_names, totals);
 
   advisor::MachineFacts machine;
@@ -142,12 +146,13 @@ void RouteReporter::Report(std::string_view model, int generation, int workers,
   }
 }
 
-void RouteReporter::LogRoutes(
-    int generation, const RouteWindow::Snapshot& window,
-    const std::vector<std::string>& names,
-    const RouteTotals (&all_time)[kRouteSlots]) const {
+void RouteReporter::LogRoutes(int generation, const RouteWindow& window,
+                              const std::vector<std::string>& names,
+                              const std::vector<RouteTotals>& all_time) const {
   const double seconds = static_cast<double>(window.interval_us) / 1e6;
-  for (size_t id = 0; id < kRouteSlots && id < names.size(); ++id) {
+  const size_t ids =
+      std::min({names.size(), window.routes.size(), all_time.size()});
+  for (size_t id = 0; id < ids; ++id) {
     const RouteTotals& t = window.routes[id];
     if (names[id].empty() || t.requests == 0) continue;
     const advisor::RouteFigures f =

@@ -28,8 +28,8 @@ advisor::RouteFigures FiguresOf(std::string name, const RouteTotals& t,
 // traffic included, rps 0). `names` is ServerInfo::route_names; `all_time`
 // the cumulative totals by route id (see FiguresOf).
 std::vector<advisor::RouteFigures> WindowFigures(
-    const RouteWindow::Snapshot& window, const std::vector<std::string>& names,
-    const RouteTotals (&all_time)[kRouteSlots]);
+    const RouteWindow& window, const std::vector<std::string>& names,
+    const std::vector<RouteTotals>& all_time);
 
 // When an `event=advice` line is due: the pick must differ from the configured
 // model for `after` without a break (an interval that agrees, or is idle,
@@ -75,16 +75,16 @@ class RouteReporter {
               Clock::time_point started, Clock::time_point now);
 
  private:
-  void LogRoutes(int generation, const RouteWindow::Snapshot& window,
+  void LogRoutes(int generation, const RouteWindow& window,
                  const std::vector<std::string>& route_names,
-                 const RouteTotals (&all_time)[kRouteSlots]) const;
+                 const std::vector<RouteTotals>& all_time) const;
 
   const int cores_;
   Duration advice_after_;
   AdviceTracker tracker_;
   const StatsRegion* last_region_ = nullptr;
   Clock::time_point last_time_{};
-  RouteTotals last_[kRouteSlots];
+  std::vector<RouteTotals> last_;  // by route id, of last_region_
 };
 
 }  // namespace gearbox

@@ -11,8 +11,17 @@
 
 namespace gearbox {
 
-std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
-  size_t bytes = sizeof(Header) + slots * sizeof(WorkerStats);
+// The mapping: the header, the slots, each slot's route counters (slot by
+// slot: a worker writes only cache lines of its own), the window's entries.
+size_t StatsRegion::MappedBytes(size_t slots, size_t route_ids) {
+  return sizeof(Header) + slots * sizeof(WorkerStats) +
+         slots * route_ids * sizeof(RouteCounters) +
+         route_ids * sizeof(WindowEntry);
+}
+
+std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots, size_t routes) {
+  const size_t route_ids = routes + 1;
+  const size_t bytes = MappedBytes(slots, route_ids);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -20,10 +29,33 @@ std::shared_ptr<StatsRegion> StatsRegion::Create(size_t slots) {
             strerror(errno));
     abort();
   }
-  auto* header = new (mem) Header();
-  auto* base = reinterpret_cast<WorkerStats*>(header + 1);
-  for (size_t i = 0; i < slots; ++i) new (&base[i]) WorkerStats();
-  return std::shared_ptr<StatsRegion>(new StatsRegion(header, slots));
+  return std::shared_ptr<StatsRegion>(new StatsRegion(mem, slots, route_ids));
+}
+
+StatsRegion::StatsRegion(void* mem, size_t slots, size_t route_ids)
+    : header_(new (mem) Header()),
+      base_(reinterpret_cast<WorkerStats*>(header_ + 1)),
+      slots_(slots),
+      route_ids_(route_ids) {
+  // Anonymous pages are zero, a valid RouteCounters and WindowEntry each:
+  // they need no construction (touching them would make every route of
+  // every slot resident at once).
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+  static_assert(sizeof(Header) % alignof(WorkerStats) == 0);
+  static_assert(sizeof(WorkerStats) % alignof(RouteCounters) == 0);
+  for (size_t i = 0; i < slots; ++i) {
+    WorkerStats* slot = new (&base_[i]) WorkerStats();
+    slot->routes = RouteBase() + i * route_ids;
+    slot->route_ids = route_ids;
+  }
+}
+
+RouteCounters* StatsRegion::RouteBase() const {
+  return reinterpret_cast<RouteCounters*>(base_ + slots_);
+}
+
+StatsRegion::WindowEntry* StatsRegion::WindowBase() const {
+  return reinterpret_cast<WindowEntry*>(RouteBase() + slots_ * route_ids_);
 }
 
 StatsRegion::~StatsRegion() { munmap(header_, MappedBytes()); }
@@ -94,11 +126,16 @@ uint64_t StatsRegion::TakeQueueHigh() {
   return high;
 }
 
-void StatsRegion::SumRoutes(RouteTotals (&out)[kRouteSlots]) const {
-  for (RouteTotals& t : out) t = RouteTotals{};
+std::vector<RouteTotals> StatsRegion::SumRoutes() const {
+  std::vector<RouteTotals> out(route_ids_);
   for (size_t i = 0; i < slots_; ++i) {
-    for (size_t r = 0; r < kRouteSlots; ++r) out[r].Add(base_[i].routes[r]);
+    const WorkerStats& slot = base_[i];
+    // Route counters are bumped before the slot's own: a slot with none
+    // answered has nothing to add (and its pages stay untouched).
+    if (slot.requests.load(std::memory_order_relaxed) == 0) continue;
+    for (size_t r = 0; r < route_ids_; ++r) out[r].Add(slot.routes[r]);
   }
+  return out;
 }
 
 void RouteTotals::Add(const RouteCounters& c) {
@@ -125,55 +162,54 @@ RouteTotals RouteTotals::Since(const RouteTotals& earlier) const {
 
 namespace {
 
-// RouteTotals <-> RouteWindow::Entry, field by field in declaration order.
-void Store(const RouteTotals& t, RouteWindow::Entry& e) {
-  constexpr auto r = std::memory_order_relaxed;
-  const uint64_t v[6] = {t.requests, t.service_us, t.queue_us,
-                         t.wait_us,  t.cpu_ns,     t.cpu_samples};
-  for (int i = 0; i < 6; ++i) e.v[i].store(v[i], r);
-}
-
-RouteTotals Load(const RouteWindow::Entry& e) {
-  constexpr auto r = std::memory_order_relaxed;
-  RouteTotals t;
-  t.requests = e.v[0].load(r);
-  t.service_us = e.v[1].load(r);
-  t.queue_us = e.v[2].load(r);
-  t.wait_us = e.v[3].load(r);
-  t.cpu_ns = e.v[4].load(r);
-  t.cpu_samples = e.v[5].load(r);
-  return t;
-}
+constexpr auto kRelaxed = std::memory_order_relaxed;
 
 }  // namespace
 
 // Seqlock writer (one writer: the supervisor thread), as LifetimeStats: the
 // odd step is an acq_rel read-modify-write, not a store and a fence (GCC
 // refuses atomic_thread_fence under -fsanitize=thread).
-void RouteWindow::Publish(const Snapshot& s) {
-  const uint64_t start = seq.fetch_add(1, std::memory_order_acq_rel);
-  interval_us.store(s.interval_us, std::memory_order_relaxed);
-  workers.store(s.workers, std::memory_order_relaxed);
-  for (size_t i = 0; i < kRouteSlots; ++i) Store(s.routes[i], routes[i]);
-  seq.store(start + 2, std::memory_order_release);
+void StatsRegion::PublishWindow(const RouteWindow& w) {
+  const uint64_t start =
+      header_->window_seq.fetch_add(1, std::memory_order_acq_rel);
+  header_->window_interval_us.store(w.interval_us, kRelaxed);
+  header_->window_workers.store(w.workers, kRelaxed);
+  WindowEntry* e = WindowBase();
+  for (size_t i = 0; i < route_ids_; ++i) {
+    const RouteTotals t = i < w.routes.size() ? w.routes[i] : RouteTotals{};
+    const uint64_t v[6] = {t.requests, t.service_us, t.queue_us,
+                           t.wait_us,  t.cpu_ns,     t.cpu_samples};
+    for (int k = 0; k < 6; ++k) e[i].v[k].store(v[k], kRelaxed);
+  }
+  header_->window_seq.store(start + 2, std::memory_order_release);
 }
 
 // Seqlock reader: retries while a write is in progress (it takes microseconds
 // once per interval), and gives up after a few tries with what it read. The
 // second sequence read is a read-dont-modify-write (acq_rel) instead of an
 // acquire fence: the data loads cannot move after it.
-RouteWindow::Snapshot RouteWindow::Read() const {
-  Snapshot s;
+RouteWindow StatsRegion::ReadWindow() const {
+  RouteWindow w;
+  w.routes.resize(route_ids_);
+  const WindowEntry* e = WindowBase();
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const uint64_t before = seq.load(std::memory_order_acquire);
-    s.interval_us = interval_us.load(std::memory_order_relaxed);
-    s.workers = workers.load(std::memory_order_relaxed);
-    for (size_t i = 0; i < kRouteSlots; ++i) s.routes[i] = Load(routes[i]);
+    const uint64_t before = header_->window_seq.load(std::memory_order_acquire);
+    w.interval_us = header_->window_interval_us.load(kRelaxed);
+    w.workers = header_->window_workers.load(kRelaxed);
+    for (size_t i = 0; i < route_ids_; ++i) {
+      RouteTotals& t = w.routes[i];
+      t.requests = e[i].v[0].load(kRelaxed);
+      t.service_us = e[i].v[1].load(kRelaxed);
+      t.queue_us = e[i].v[2].load(kRelaxed);
+      t.wait_us = e[i].v[3].load(kRelaxed);
+      t.cpu_ns = e[i].v[4].load(kRelaxed);
+      t.cpu_samples = e[i].v[5].load(kRelaxed);
+    }
     if ((before & 1) == 0 &&
-        seq.fetch_add(0, std::memory_order_acq_rel) == before)
+        header_->window_seq.fetch_add(0, std::memory_order_acq_rel) == before)
       break;
   }
-  return s;
+  return w;
 }
 
 void WorkerStats::SetCurrentPath(std::string_view path) {

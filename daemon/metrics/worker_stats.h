@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/metrics/histogram.h"
 
@@ -37,13 +38,11 @@ enum class CloseReason : int {
   kCount,
 };
 
-// Per-route counters are kept for the first kRouteSlots - 1 routes of a
-// generation's config (by their index); requests for any other path (404) or
-// for routes past that share the last entry, shown as "(other)". A fixed array
-// per slot keeps the hot path free of lookups and allocation: 32 x 64 bytes =
-// 2 KiB per worker slot.
-inline constexpr size_t kRouteSlots = 32;
-inline constexpr size_t kOtherRoute = kRouteSlots - 1;
+// Per-route counters: one RouteCounters per route id per worker slot, sized
+// from the generation's config (StatsRegion::Create): ids 0..routes-1 are the
+// config's routes in order, id `routes` counts requests no route serves (404,
+// 405, 400, "*"), shown as "(other)". The hot path indexes the slot's own
+// array: no lookup, no allocation. 64 bytes per route id per worker slot.
 // One request in this many, per route and worker, has its thread CPU time read
 // (two syscalls of ~1.3 us each). 1 in 64 keeps that below 1% of a /hello.
 // The stride starts at the second request (the first is warm-up).
@@ -75,26 +74,13 @@ struct RouteTotals {
   RouteTotals Since(const RouteTotals& earlier) const;
 };
 
-// The supervisor's view of the last stats interval, per route, published in
-// the shared region so /status (served by any worker, in any process) shows
-// the same window the advice was computed from. A seqlock: one writer (the
-// supervisor), readers retry while a write is in progress.
-struct alignas(64) RouteWindow {
-  // Odd while being written. Mutable: a reader's read-dont-modify-write.
-  mutable std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> interval_us{0};  // 0: no interval completed yet
-  std::atomic<uint64_t> workers{0};      // the model's worker count then
-  struct Entry {
-    std::atomic<uint64_t> v[6]{};  // RouteTotals fields, in order
-  };
-  Entry routes[kRouteSlots];
-
-  struct Snapshot {
-    uint64_t interval_us = 0, workers = 0;
-    RouteTotals routes[kRouteSlots];
-  };
-  void Publish(const Snapshot& s);
-  Snapshot Read() const;
+// The supervisor's view of the last stats interval, per route id, published
+// in the shared region (StatsRegion::PublishWindow) so /status (served by any
+// worker, in any process) shows the same window the advice was computed from.
+struct RouteWindow {
+  uint64_t interval_us = 0;         // 0: no interval completed yet
+  uint64_t workers = 0;             // the model's worker count then
+  std::vector<RouteTotals> routes;  // by route id
 };
 
 // Figures summed over slots (StatsRegion::Sum) and regions (LifetimeStats).
@@ -147,7 +133,7 @@ struct alignas(64) WorkerStats {
   // KiB the worker's Lua state held after its last full collection (0: no
   // Lua route); a gauge, written by the worker's runtime.
   std::atomic<uint64_t> lua_kib{0};
-  std::atomic<int32_t> pid{0};    // owning process (prefork child) or 0
+  std::atomic<int32_t> pid{0};  // owning process (prefork child) or 0
   std::atomic<int32_t> tid{0};
   // Threadpool hand-off queue (acceptor slot only): depth now and high-water
   // mark since the last stats line (the reporter resets it).
@@ -164,7 +150,11 @@ struct alignas(64) WorkerStats {
   LatencyHistogram service;  // handler start -> response serialized
   LatencyHistogram
       queue_wait;  // connection ready (accepted/readable) -> handler start
-  RouteCounters routes[kRouteSlots];  // indexed by route id (Router::Match)
+  // This slot's counters by route id (Router::Match), route_ids() of them in
+  // the same mapping (StatsRegion::Create sets it; null in a WorkerStats of
+  // its own, which counts no route).
+  RouteCounters* routes = nullptr;
+  size_t route_ids = 0;
 
   void CountClose(CloseReason reason) {
     Bump(closed[static_cast<int>(reason)]);
@@ -182,12 +172,16 @@ struct alignas(64) WorkerStats {
   void AddCounters(const StatsTotals& t);
 };
 
-// A fixed array of slots in one anonymous shared mapping.
+// A fixed array of slots in one anonymous shared mapping, with each slot's
+// route counters and the published window after them.
 class StatsRegion {
  public:
-  // Maps `slots` zeroed slots, shared with children forked later. Aborts on
-  // failure (it happens once at startup; without it nothing can be counted).
-  static std::shared_ptr<StatsRegion> Create(size_t slots);
+  // Maps `slots` zeroed slots for a config of `routes` routes (route ids
+  // 0..routes, the last for requests no route serves), shared with children
+  // forked later. Aborts on failure (it happens once at startup; without it
+  // nothing can be counted). The route counters are left as the kernel's
+  // zero pages: a worker makes resident only the pages of routes it serves.
+  static std::shared_ptr<StatsRegion> Create(size_t slots, size_t routes);
   ~StatsRegion();
   StatsRegion(const StatsRegion&) = delete;
   StatsRegion& operator=(const StatsRegion&) = delete;
@@ -204,10 +198,16 @@ class StatsRegion {
   void AddTo(Totals& t) const;
   // Returns the queue high-water mark since the previous call and restarts it.
   uint64_t TakeQueueHigh();
-  // Per-route totals over every slot, indexed by route id. O(slots x routes).
-  void SumRoutes(RouteTotals (&out)[kRouteSlots]) const;
-  RouteWindow& window() { return header_->window; }
-  const RouteWindow& window() const { return header_->window; }
+  size_t route_ids() const { return route_ids_; }
+  // Per-route totals over every slot that has answered a request, indexed by
+  // route id (route_ids() entries). O(slots x routes), once per interval or
+  // /status hit; a slot that never served is skipped, so its pages stay
+  // untouched.
+  std::vector<RouteTotals> SumRoutes() const;
+  // The supervisor's last interval (one writer), and any worker's read of
+  // it. A seqlock: readers retry while a write is in progress.
+  void PublishWindow(const RouteWindow& w);
+  RouteWindow ReadWindow() const;
 
   // Workers (threads, children, loops) of the generation counting here, set by
   // the supervisor once the model's Start() has returned (0 before: for those
@@ -246,18 +246,24 @@ class StatsRegion {
     std::atomic<uint64_t> workers_min{0};
     std::atomic<uint64_t> workers_max{0};
     std::atomic<uint64_t> stuck_requests{0};
-    RouteWindow window;  // the supervisor's last interval, per route
+    // The published window: odd while being written (mutable: a reader's
+    // read-dont-modify-write), then its scalars; its entries follow the
+    // route counters.
+    mutable std::atomic<uint64_t> window_seq{0};
+    std::atomic<uint64_t> window_interval_us{0};
+    std::atomic<uint64_t> window_workers{0};
   };
-  StatsRegion(Header* header, size_t slots)
-      : header_(header),
-        base_(reinterpret_cast<WorkerStats*>(header + 1)),
-        slots_(slots) {}
-  size_t MappedBytes() const {
-    return sizeof(Header) + slots_ * sizeof(WorkerStats);
-  }
+  struct WindowEntry {
+    std::atomic<uint64_t> v[6];  // RouteTotals fields, in order
+  };
+  static size_t MappedBytes(size_t slots, size_t route_ids);
+  StatsRegion(void* mem, size_t slots, size_t route_ids);
+  RouteCounters* RouteBase() const;
+  WindowEntry* WindowBase() const;
+  size_t MappedBytes() const { return MappedBytes(slots_, route_ids_); }
   Header* header_;
   WorkerStats* base_;
-  size_t slots_;
+  size_t slots_, route_ids_;
 };
 
 }  // namespace gearbox

@@ -31,7 +31,7 @@ int Run(int n) {
                                      DefaultRoute("/status", "status")};
   routes[0].params.Set("body", std::string("hello world\n"));
   Router router(routes, ServerInfo{});
-  auto stats = StatsRegion::Create(1);
+  auto stats = StatsRegion::Create(1, routes.size());
   std::atomic<bool> draining{false};
   Request request;
   Response response;

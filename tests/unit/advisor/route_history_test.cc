@@ -73,6 +73,45 @@ TEST(RouteHistoryTest, MemoryIsWhatTheHeaderSays) {
   EXPECT_GT(h->MappedBytes(), 1300u * 1024);
 }
 
+TEST(RouteHistoryTest, ManyRoutesGetCoarserSnapshotsNotMoreMemory) {
+  // 1,000 routes and "(other)": 902 one-second entries of 48 KiB would be
+  // 41 MiB; 11 s steps keep the ring under kHistoryBudget.
+  auto h = RouteHistory::Create(1001, std::chrono::seconds(1), 0);
+  EXPECT_EQ(h->step(), std::chrono::seconds(11));
+  EXPECT_EQ(h->capacity(), 84u);  // ceil(900 / 11) + 2
+  EXPECT_LE(h->MappedBytes(), kHistoryBudget);
+  // At the default 10 s interval: a multiple of it.
+  auto ten = RouteHistory::Create(1001, std::chrono::seconds(10), 0);
+  EXPECT_EQ(ten->step(), std::chrono::seconds(20));
+  EXPECT_EQ(ten->capacity(), 47u);
+  // Few routes keep one-second steps.
+  EXPECT_EQ(RouteHistory::Create(33, std::chrono::seconds(1), 0)->step(),
+            std::chrono::seconds(1));
+}
+
+TEST(RouteHistoryTest, ACoarseRingStillCoversFifteenMinutes) {
+  auto h = RouteHistory::Create(1001, std::chrono::seconds(1), 0);
+  std::vector<RouteTotals> t(1001);
+  for (uint64_t s = 1; s <= 3600; ++s) {
+    t[1000].requests = s;
+    h->Record(s * kSec, t.data());
+  }
+  // Snapshots every 11 s (0, 11, ..., 3597): one at or before 15 minutes
+  // ago is still kept, less than a step older.
+  const RouteHistory::Base b = h->At((3600 - 900) * kSec);
+  EXPECT_LE(b.at_us, (3600 - 900) * kSec);
+  EXPECT_GT(b.at_us + 11 * kSec, (3600 - 900) * kSec);
+  EXPECT_EQ(b.totals[1000].requests, b.at_us / kSec);
+}
+
+TEST(RouteHistoryTest, EvenHugeConfigsKeepThreeSnapshots) {
+  // 100,000 route ids: 4.6 MiB an entry, past the budget on its own. The
+  // least ring: windows resolve to 15 minutes.
+  auto h = RouteHistory::Create(100000, std::chrono::seconds(1), 0);
+  EXPECT_EQ(h->capacity(), 3u);
+  EXPECT_EQ(h->step(), kHistorySpan);
+}
+
 TEST(ParseWindowTest, FromOneSecondToFifteenMinutes) {
   std::string error;
   EXPECT_EQ(ParseWindow("60s", "window=", &error), std::chrono::seconds(60));

@@ -28,7 +28,7 @@ class ConnectionTest : public ::testing::Test {
     routes.push_back(DefaultRoute("/hello", "text"));  // every param default
     routes.push_back(DefaultRoute("/sleep", "wait"));
     router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1);
+    stats_ = StatsRegion::Create(1, routes.size());
     env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
     env_.limits = &limits_;
     env_.draining = &draining_;

@@ -21,7 +21,7 @@ class RouteAccountingTest : public ::testing::Test {
     std::vector<RouteConfig> routes = {DefaultRoute("/hello", "text"),
                                        DefaultRoute("/sleep", "wait")};
     router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1);
+    stats_ = StatsRegion::Create(1, routes.size());
     env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
     env_.limits = &limits_;
     env_.draining = &draining_;
@@ -40,6 +40,7 @@ class RouteAccountingTest : public ::testing::Test {
   }
   const RouteCounters& route(size_t id) { return stats_->Slot(0).routes[id]; }
 
+  static constexpr size_t kOther = 2;  // OtherRouteId of the two routes
   LimitsConfig limits_;
   std::unique_ptr<Router> router_;
   std::shared_ptr<StatsRegion> stats_;
@@ -53,7 +54,7 @@ class RouteAccountingTest : public ::testing::Test {
 TEST_F(RouteAccountingTest, RequestsCountUnderTheirRoute) {
   EXPECT_EQ(router_->Match("/hello").id, 0u);
   EXPECT_EQ(router_->Match("/sleep").id, 1u);
-  EXPECT_EQ(router_->Match("/nope").id, kOtherRoute);
+  EXPECT_EQ(router_->Match("/nope").id, kOther);
   auto c = Open();
   Get(*c, "/hello");
   Get(*c, "/hello?x=1");
@@ -61,7 +62,7 @@ TEST_F(RouteAccountingTest, RequestsCountUnderTheirRoute) {
   EXPECT_EQ(route(0).requests.load(), 2u);
   EXPECT_EQ(route(0).started.load(), 2u);
   EXPECT_EQ(route(1).requests.load(), 0u);
-  EXPECT_EQ(route(kOtherRoute).requests.load(), 1u);
+  EXPECT_EQ(route(kOther).requests.load(), 1u);
   EXPECT_EQ(route(0).wait_us.load(), 0u) << "/hello never waits";
 }
 
@@ -122,27 +123,64 @@ TEST_F(RouteAccountingTest, CpuIsSampledOneInNPerRoute) {
   // Another route keeps its own count: its first request is warm-up, its
   // second is sampled.
   Get(*c, "/nope");
-  EXPECT_EQ(route(kOtherRoute).cpu_samples.load(), 0u);
+  EXPECT_EQ(route(kOther).cpu_samples.load(), 0u);
   Get(*c, "/nope");
-  EXPECT_EQ(route(kOtherRoute).cpu_samples.load(), 1u);
+  EXPECT_EQ(route(kOther).cpu_samples.load(), 1u);
 }
 
-TEST_F(RouteAccountingTest, RoutesPastTheCountedOnesShareOther) {
+// Every route of a config counts under its own id, however many there are:
+// the region is sized from the config.
+TEST_F(RouteAccountingTest, EveryRouteOfALargeConfigHasItsOwnCounters) {
   std::vector<RouteConfig> routes;
-  for (size_t i = 0; i < kRouteSlots + 2; ++i) {
+  for (size_t i = 0; i < 1000; ++i) {
     routes.push_back(DefaultRoute("/r" + std::to_string(i), "text"));
   }
-  Router router(routes, ServerInfo{});
+  auto stats = StatsRegion::Create(2, routes.size());
+  EXPECT_EQ(stats->route_ids(), 1001u);
+  Router router(routes, ServerInfo{}, nullptr, 0, &stats->Slot(1));
   EXPECT_EQ(router.Match("/r0").id, 0u);
-  EXPECT_EQ(router.Match("/r" + std::to_string(kOtherRoute - 1)).id,
-            kOtherRoute - 1);
-  EXPECT_EQ(router.Match("/r" + std::to_string(kOtherRoute)).id, kOtherRoute);
-  EXPECT_EQ(router.Match("/r" + std::to_string(kRouteSlots + 1)).id,
-            kOtherRoute);
+  EXPECT_EQ(router.Match("/r999").id, 999u);
+  EXPECT_EQ(router.Match("/nope").id, 1000u);
+  EXPECT_EQ(OtherRouteId(routes), 1000u);
   const std::vector<std::string> names = RouteNames(routes);
-  ASSERT_EQ(names.size(), kRouteSlots);
+  ASSERT_EQ(names.size(), 1001u);
   EXPECT_EQ(names[0], "/r0");
-  EXPECT_EQ(names[kOtherRoute], kOtherRouteName);
+  EXPECT_EQ(names[999], "/r999");
+  EXPECT_EQ(names[1000], kOtherRouteName);
+  // Slot 1's counters are its own and summed by id; slot 0 never served.
+  Bump(stats->Slot(1).routes[999].requests, 3);
+  Bump(stats->Slot(1).routes[1000].requests);
+  Bump(stats->Slot(1).requests, 4);
+  const std::vector<RouteTotals> sum = stats->SumRoutes();
+  ASSERT_EQ(sum.size(), 1001u);
+  EXPECT_EQ(sum[999].requests, 3u);
+  EXPECT_EQ(sum[1000].requests, 1u);
+  EXPECT_EQ(sum[0].requests, 0u);
+}
+
+TEST_F(RouteAccountingTest, TheWindowHoldsEveryRoute) {
+  auto stats = StatsRegion::Create(1, 1000);
+  RouteWindow w;
+  w.interval_us = 5;
+  w.workers = 2;
+  w.routes.resize(1001);
+  w.routes[1000].requests = 7;
+  w.routes[500].cpu_samples = 9;
+  stats->PublishWindow(w);
+  const RouteWindow r = stats->ReadWindow();
+  EXPECT_EQ(r.interval_us, 5u);
+  EXPECT_EQ(r.workers, 2u);
+  ASSERT_EQ(r.routes.size(), 1001u);
+  EXPECT_EQ(r.routes[1000].requests, 7u);
+  EXPECT_EQ(r.routes[500].cpu_samples, 9u);
+}
+
+TEST_F(RouteAccountingTest, ARouterRefusesASlotSizedForFewerRoutes) {
+  std::vector<RouteConfig> routes = {DefaultRoute("/a", "text"),
+                                     DefaultRoute("/b", "text")};
+  auto stats = StatsRegion::Create(1, 1);
+  EXPECT_DEATH(Router(routes, ServerInfo{}, nullptr, 0, &stats->Slot(0)),
+               "2 routes, stats slot has 2 route ids");
 }
 
 // The label is the pattern, never a request's path; with the methods when

@@ -400,7 +400,7 @@ TEST(StatusHandlerTest, JsonWithoutStats) {
 }
 
 TEST(StatusHandlerTest, JsonSumsStats) {
-  std::shared_ptr<StatsRegion> stats = StatsRegion::Create(4);
+  std::shared_ptr<StatsRegion> stats = StatsRegion::Create(4, 0);
   ASSERT_NE(stats, nullptr);
   Bump(stats->Slot(0).requests, 3);
   Bump(stats->Slot(3).requests, 4);

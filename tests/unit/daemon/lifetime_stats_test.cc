@@ -31,7 +31,7 @@ void Serve(StatsRegion& region, size_t slot, uint64_t n, uint64_t us) {
 
 TEST(LifetimeStats, SumsLiveRegionsAndKeepsRetiredCounts) {
   auto lifetime = LifetimeStats::Create();
-  auto gen1 = StatsRegion::Create(2), gen2 = StatsRegion::Create(3);
+  auto gen1 = StatsRegion::Create(2, 0), gen2 = StatsRegion::Create(3, 0);
   gen1->SetWorkers(2);
   gen2->SetWorkers(3);
   Serve(*gen1, 0, 5, 100);
@@ -60,7 +60,7 @@ TEST(LifetimeStats, SumsLiveRegionsAndKeepsRetiredCounts) {
   EXPECT_EQ(lifetime->Sum(live).requests, 23u);
 
   // A generation started later sees the retired counts without gen1's region.
-  auto gen3 = StatsRegion::Create(1);
+  auto gen3 = StatsRegion::Create(1, 0);
   Serve(*gen3, 0, 1, 50);
   EXPECT_EQ(lifetime->Sum(Regions{gen2, gen3}).requests, 24u);
 }
@@ -73,7 +73,7 @@ TEST(LifetimeStats, ReadersNeverSeeADipOrAJumpAcrossRetirement) {
   auto lifetime = LifetimeStats::Create();
   Regions regions;
   for (int g = 0; g < kGenerations; ++g) {
-    regions.push_back(StatsRegion::Create(1));
+    regions.push_back(StatsRegion::Create(1, 0));
     Serve(*regions.back(), 0, kPerGeneration, 10);
   }
   const uint64_t total = kGenerations * kPerGeneration;

@@ -39,7 +39,8 @@ class ServeBlockingTest : public ::testing::Test {
     routes.push_back(DefaultRoute("/hello", "text"));
     routes.back().params.Set("body", std::string("hello world\n"));
     router_ = std::make_unique<Router>(routes, ServerInfo{});
-    ctx_.env.cycle = {router_.get(), &stats_, nullptr, 0};
+    stats_ = StatsRegion::Create(1, routes.size());
+    ctx_.env.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
     ctx_.env.limits = &limits_;
     ctx_.env.draining = &draining_;
     ctx_.env.request = &request_;
@@ -76,7 +77,7 @@ class ServeBlockingTest : public ::testing::Test {
   }
 
   std::unique_ptr<Router> router_;
-  WorkerStats stats_;
+  std::shared_ptr<StatsRegion> stats_;
   LimitsConfig limits_;
   std::atomic<bool> draining_{false};
   Request request_;
