@@ -32,6 +32,29 @@ std::string LoopPhrase(int loops, double load) {
   return fmt::format("{} async loops at {:.0f}% CPU each", loops, pct);
 }
 
+// A double-quoted string, `"` and `\` escaped.
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+// A route's label inside a `why`: as written when it is one plain word, else
+// in double quotes (a label like "DELETE,PUT /x" holds the list separator
+// and a space). So a list of labels, ", " between them, reads one way.
+std::string Label(std::string_view route) {
+  bool plain = !route.empty();
+  for (char c : route) {
+    plain = plain && static_cast<unsigned char>(c) > 0x20 && c != ',' &&
+            c != ';' && c != '"' && c != '\'' && c != '\\';
+  }
+  return plain ? std::string(route) : Quote(route);
+}
+
 // Three significant digits, no exponent: 9400, 12.5, 6, 0.31.
 std::string Num(double x) {
   if (x >= 100) return fmt::format("{:.0f}", x);
@@ -106,8 +129,8 @@ RouteAdvice AdviseRoute(const RouteFigures& f, const MachineFacts& machine) {
 std::string Names(const std::vector<const RouteAdvice*>& routes) {
   std::string out;
   for (size_t i = 0; i < routes.size() && i < 3; ++i) {
-    if (i) out += ",";
-    out += routes[i]->figures.route;
+    if (i) out += ", ";
+    out += Label(routes[i]->figures.route);
   }
   if (routes.size() > 3) out += fmt::format(" and {} more", routes.size() - 3);
   return out;
@@ -151,8 +174,8 @@ Stall WorstStall(const std::vector<const RouteAdvice*>& heavy,
   Stall s;
   if (quick.service_us > 0) s.share = run.cpu_us / quick.service_us;
   s.what = fmt::format("a {} us run of {} is {}% of {}'s {} ms",
-                       Num(run.cpu_us), run.route, Num(100 * s.share),
-                       quick.route, Num(quick.service_us / 1000));
+                       Num(run.cpu_us), Label(run.route), Num(100 * s.share),
+                       Label(quick.route), Num(quick.service_us / 1000));
   return s;
 }
 
@@ -276,16 +299,6 @@ Advice Advise(std::span<const RouteFigures> routes,
 }
 
 namespace {
-
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
 
 std::string RouteValue(std::string_view route) {
   bool plain = !route.empty();

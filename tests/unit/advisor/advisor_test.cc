@@ -152,6 +152,28 @@ TEST(AdvisorTest, DisagreeingRoutesShareOneThreadPoolOrSplit) {
   EXPECT_EQ(a.routes[1].pick, "async");
 }
 
+// Route labels in a `why` are a list with ", " between them; a label that
+// holds a comma or a space (routes sharing a pattern are labelled with their
+// methods, "DELETE,PUT /x") is quoted, so the list reads one way.
+TEST(AdvisorTest, LabelsInAWhyAreListedUnambiguously) {
+  Advice a = AdviseAll({Route("/burn", 3000, 210, 200, 0),
+                        Route("DELETE,PUT /x", 1500, 1050, 5, 1000),
+                        Route("/y", 1500, 1050, 5, 1000)},
+                       Machine("async", 2));
+  ASSERT_TRUE(a.disagree) << a.why;
+  EXPECT_NE(a.why.find("routes disagree: /burn CPU-heavy (threadpool), "
+                       "async suits \"DELETE,PUT /x\", /y; a 200 us run of "
+                       "/burn is 19% of \"DELETE,PUT /x\"'s 1.05 ms"),
+            std::string::npos)
+      << a.why;
+  // In the summary line the why is quoted once more: escaped, so a logfmt
+  // reader gets the why above back.
+  const std::string line = FormatSummaryLine(a, Machine("async", 2), {60, 60});
+  EXPECT_NE(line.find("async suits \\\"DELETE,PUT /x\\\", /y;"),
+            std::string::npos)
+      << line;
+}
+
 TEST(AdvisorTest, AShortRunNextToLongWaitsStaysAsync) {
   // The bench's mixed workload: 200 us burns and 20 ms waits, half each. A
   // burn delays a wait by 1% of its time, while a threadpool would hold 61
