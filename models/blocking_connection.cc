@@ -7,30 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "models/driver.h"
+
 namespace gearbox {
 namespace {
 
 constexpr size_t kReadChunk = 16384;
-
-// Sends until the socket is full or everything went.
-void SendSome(BlockingConnection& c, Clock::time_point now) {
-  for (;;) {
-    std::string_view out = c.conn.pending_out();
-    if (out.empty()) return;
-    ssize_t n = send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      c.conn.Sent(static_cast<size_t>(n), now);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      c.conn.WriteBlocked(now);
-      return;
-    } else {
-      c.conn.PeerClosed();
-      return;
-    }
-  }
-}
 
 // One non-blocking read into the machine. False: the socket had nothing.
 // The machine's `now` is taken once the bytes are in: requests they complete
@@ -184,12 +166,6 @@ void CloseBlocking(BlockingConnection& c) {
   c.conn.CountClosed();
 }
 
-void SendAndForget(int fd, std::string_view bytes) {
-  // One try: the socket buffer of a fresh connection always has room for this.
-  ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  (void)n;
-}
-
 ConnectionOutcome ServeBlocking(BlockingConnection& c,
                                 const BlockingContext& ctx,
                                 BlockingPolicy& policy, bool read_first) {
@@ -206,7 +182,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
     Interest i = c.conn.Next(now);
     if (i.write && !sent && i.kind != Interest::Kind::kWrite) {
       sent = true;
-      SendSome(c, now);
+      SendPending(c.fd, c.conn, now);
       continue;
     }
     sent = false;
@@ -223,7 +199,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
       case Interest::Kind::kWrite:
         policy.WillWait();
         if (WaitFor(c.fd, POLLOUT, i.deadline)) {
-          SendSome(c, Clock::now());
+          SendPending(c.fd, c.conn, Clock::now());
         } else {
           c.conn.DeadlinePassed(Clock::now());
         }

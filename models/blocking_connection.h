@@ -101,10 +101,6 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
 // Closes the fd and counts the reason the machine gave.
 void CloseBlocking(BlockingConnection& c);
 
-// Sends what the machine has for a connection nobody will serve (503 on a full
-// queue, 408 on expiry) without blocking, then the caller closes it.
-void SendAndForget(int fd, std::string_view bytes);
-
 // Waits until `fd` is ready for `events` or the deadline passes. Returns false
 // on timeout; true when ready, on error or hang-up (the next I/O call
 // reports), and on EINTR when `eintr` is non-null (then *eintr is set).

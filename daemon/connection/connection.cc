@@ -226,6 +226,7 @@ void Connection::DropReplayedReplies(size_t out_before) {
 }
 
 void Connection::Sent(size_t n, Clock::time_point now) {
+  Bump(stats().bytes_out, n);  // what reached the socket, not what was framed
   out_off_ += n;
   if (out_off_ < out_.size()) return;
   out_.clear();

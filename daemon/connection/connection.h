@@ -137,7 +137,7 @@ class Connection {
   // Parses and serves what is buffered (pipelining: in order, responses
   // appended to pending_out()). Stops at a wait, a flush threshold, a close.
   void Process(Clock::time_point now);
-  // `n` bytes of pending_out() reached the socket.
+  // `n` bytes of pending_out() reached the socket (counted in bytes_out).
   void Sent(size_t n, Clock::time_point now);
   // The socket took less than pending_out(): the rest is due by send_timeout
   // (armed once per response remainder, not per chunk).

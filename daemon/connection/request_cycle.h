@@ -175,7 +175,6 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
   }
   Bump(stats.requests);
   stats.CountStatus(response.status);
-  Bump(stats.bytes_out, out.size() - before);
   RequestLeavesFlight(stats);
   if (cycle.log && cycle.log->enabled()) {
     RequestRecord r;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "daemon/logging.h"
+#include "models/driver.h"
 
 namespace gearbox {
 namespace {
@@ -378,7 +379,13 @@ void AsyncLoop::OnReadable(AsyncConnection* c) {
   Settle(c, now);
 }
 
-void AsyncLoop::OnWritable(AsyncConnection* c) { Settle(c, Clock::now()); }
+// Room to write: what is pending goes now (Settle sends only output that
+// changed; this is the rest of a blocked send).
+void AsyncLoop::OnWritable(AsyncConnection* c) {
+  const Clock::time_point now = Clock::now();
+  SendPending(c->fd, c->conn, now);
+  Settle(c, now);
+}
 
 void AsyncLoop::OnTimer(AsyncConnection* c) {
   const Clock::time_point now = Clock::now();
@@ -387,32 +394,13 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
   Settle(c, now);
 }
 
-void AsyncLoop::Send(AsyncConnection* c, Clock::time_point now) {
-  for (;;) {
-    std::string_view out = c->conn.pending_out();
-    if (out.empty()) return;
-    ssize_t n = send(c->fd, out.data(), out.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      c->conn.Sent(static_cast<size_t>(n), now);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      c->conn.WriteBlocked(now);
-      return;
-    } else {
-      c->conn.PeerClosed();
-      return;
-    }
-  }
-}
-
 bool AsyncLoop::Settle(AsyncConnection* c, Clock::time_point now) {
   bool sent = false;  // one send attempt per change of output
   for (;;) {
     Interest i = c->conn.Next(now);
     if (i.write && !sent && i.kind != Interest::Kind::kWrite) {
       sent = true;
-      Send(c, now);
+      SendPending(c->fd, c->conn, now);
       continue;
     }
     switch (i.kind) {

@@ -74,7 +74,6 @@ class AsyncLoop {
   // Acts on what the machine wants next: send, arm read/write/timer, or
   // close. Returns false if the connection was closed.
   bool Settle(AsyncConnection* c, Clock::time_point now);
-  void Send(AsyncConnection* c, Clock::time_point now);
   void ArmIo(AsyncConnection* c, short mode);
   void ArmTimer(AsyncConnection* c, const Interest& interest,
                 Clock::time_point now);

@@ -18,6 +18,7 @@
 #include "daemon/connection/connection.h"
 #include "daemon/logging.h"
 #include "models/blocking_connection.h"
+#include "models/driver.h"
 #include "models/prefork/connection_handoff.h"
 #include "models/prefork/forked_process.h"
 
@@ -231,12 +232,7 @@ class GuardLoop {
     const Clock::time_point now = Clock::now();
     for (;;) {
       Interest i = c.conn.Next(now);
-      if (i.write) {
-        std::string_view out = c.conn.pending_out();
-        SendAndForget(c.fd, out);
-        Bump(stats().bytes_out, out.size());
-        c.conn.Sent(out.size(), now);
-      }
+      if (i.write) SendPending(c.fd, c.conn, now);
       switch (i.kind) {
         case Interest::Kind::kHeadReady:
           HandBack(c);
@@ -287,7 +283,7 @@ class GuardLoop {
     LogWarn("head_guard_handback_failed", "error={} bytes={}",
             LogQuote(strerror(err)), c.conn.input().size());
     c.conn.Refuse();
-    SendAndForget(c.fd, c.conn.pending_out());
+    SendPending(c.fd, c.conn, Clock::now());
     CloseFd(c);
     return true;  // dealt with: Forget() it
   }

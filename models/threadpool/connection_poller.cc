@@ -10,6 +10,7 @@
 
 #include "daemon/logging.h"
 #include "models/accept_util.h"
+#include "models/driver.h"
 
 namespace gearbox {
 namespace {
@@ -190,7 +191,7 @@ void ConnectionPoller::Dispatch(BlockingConnection* c) {
 
 void ConnectionPoller::Finish(BlockingConnection* c) {
   if (c->registered) queue_.Forget(c);
-  SendAndForget(c->fd, c->conn.pending_out());
+  SendPending(c->fd, c->conn, Clock::now());
   CloseBlocking(*c);
   delete c;
   open_.fetch_sub(1, std::memory_order_relaxed);

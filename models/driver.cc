@@ -1,0 +1,29 @@
+#include "models/driver.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace gearbox {
+
+void SendPending(int fd, Connection& conn, Clock::time_point now) {
+  for (;;) {
+    const std::string_view out = conn.pending_out();
+    if (out.empty()) return;
+    const ssize_t n =
+        send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      conn.Sent(static_cast<size_t>(n), now);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      conn.WriteBlocked(now);
+      return;
+    } else {
+      conn.PeerClosed();
+      return;
+    }
+  }
+}
+
+}  // namespace gearbox
