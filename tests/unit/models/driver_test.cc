@@ -94,7 +94,7 @@ class DriverTest : public ::testing::Test {
     routes.back().params.Set("body", std::string(40000, 'x'));
     routes.push_back(DefaultRoute("/sleep", "wait"));
     router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1);
+    stats_ = StatsRegion::Create(1, routes.size());
     env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
     env_.limits = &limits_;
     env_.draining = &draining_;
