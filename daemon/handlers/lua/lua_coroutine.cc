@@ -6,8 +6,8 @@
 
 namespace gearbox::lua {
 
-Coroutine::Coroutine(Runtime* runtime, int fn, std::string label)
-    : runtime_(runtime), label_(std::move(label)) {
+Coroutine::Coroutine(Runtime* runtime, int fn, const std::string& label)
+    : runtime_(runtime), label_(label) {
   Host& host = runtime_->vm().host();
   if (!host.idle_threads.empty()) {
     ctx_.co = host.idle_threads.back().co;
@@ -48,19 +48,29 @@ int Coroutine::PushWakeResults(const Wake& wake) {
   return 2;
 }
 
+bool Coroutine::RunFirst() {
+  first_status_ = Enter(nargs_);
+  return first_status_ == LUA_YIELD;
+}
+
 Step Coroutine::Resume(const Wake& wake, Response& response) {
-  if (wake.why == Wake::Why::kStart) return Run(nargs_, response);
+  if (wake.why == Wake::Why::kStart) {
+    if (first_status_ < 0) return Settle(Enter(nargs_), response);
+    const int status = first_status_;
+    first_status_ = -1;
+    return Settle(status, response);
+  }
   if (ctx_.sub) {
     Step step = ctx_.sub->Resume(wake, ctx_.sub_response);
     if (!step.done()) return step;
     const int n = ctx_.finish(ctx_.co, ctx_);
     ctx_.sub.reset();
-    return Run(n, response);
+    return Settle(Enter(n), response);
   }
-  return Run(PushWakeResults(wake), response);
+  return Settle(Enter(PushWakeResults(wake)), response);
 }
 
-Step Coroutine::Run(int nargs, Response& response) {
+int Coroutine::Enter(int nargs) {
   Host& host = runtime_->vm().host();
   host.current = &ctx_;
   host.alloc.Arm(true);
@@ -68,6 +78,10 @@ Step Coroutine::Run(int nargs, Response& response) {
   host.alloc.Arm(false);
   host.current = nullptr;
   if (host.alloc.TakeRefused()) memory_error_ = true;
+  return status;
+}
+
+Step Coroutine::Settle(int status, Response& response) {
   if (status == LUA_YIELD) {
     if (ctx_.waiting) {
       ctx_.waiting = false;

@@ -24,14 +24,20 @@ struct LuaRoute {
 
 class LuaRequestExchange final : public lua::Coroutine {
  public:
+  // Runs the handler up to its first wait (or its end) at once: req's lazy
+  // fields view `request`, which is valid only until Start returns.
   LuaRequestExchange(Runtime* runtime, int fn, LuaRoute* route,
                      const Request& request)
       : Coroutine(runtime, fn, route->script),
         runtime_(runtime),
         route_(route) {
-    lua::PushRequest(co(), request, runtime->vm().host());
+    source_.View(request);
+    ctx().source = &source_;
+    lua::PushRequest(co(), ctx(), runtime->vm().host());
     set_nargs(1);
+    if (RunFirst()) source_.Keep(runtime->vm().L());
   }
+  ~LuaRequestExchange() override { source_.Release(runtime_->vm().L()); }
 
  private:
   std::string Answer(int n, Response& response) override {
@@ -52,6 +58,7 @@ class LuaRequestExchange final : public lua::Coroutine {
 
   Runtime* const runtime_;
   LuaRoute* const route_;
+  lua::RequestSource source_;
 };
 
 class LuaHandler final : public Handler {

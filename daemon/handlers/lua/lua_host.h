@@ -17,6 +17,7 @@
 namespace gearbox::lua {
 
 struct TcpSocket;
+class RequestSource;
 
 // One coroutine gearbox runs (a request's, or a script's init): what its
 // last waiting call asked for, and what it must give back when it ends.
@@ -36,6 +37,10 @@ struct WaitCtx {
   int (*finish)(lua_State* co, WaitCtx& ctx) = nullptr;
   // Cosockets this coroutine opened: closed when it ends, whatever happened.
   std::vector<TcpSocket*> sockets;
+  // A request's coroutine: its req table (identity only) and what req's
+  // lazy fields are built from (lua_request.h). Null for init.
+  const void* req = nullptr;
+  const RequestSource* source = nullptr;
 };
 
 struct Host {
@@ -53,6 +58,12 @@ struct Host {
   // for the state's life (bounded: kMaxContentTypes). A deque: its elements
   // never move. Scanned linearly: a worker answers with a handful.
   std::deque<std::string> content_types;
+  // Registry refs of two tables lua_response.cc keeps: header names already
+  // checked (name -> kind; checked_names of them), and content_types'
+  // indices by value.
+  int checked_names_ref = LUA_NOREF;
+  int content_types_ref = LUA_NOREF;
+  int checked_names = 0;
   // Coroutines that ran to their end, ready for the next request (a new
   // thread and its registry slot cost more than the request itself).
   struct IdleThread {
@@ -60,6 +71,7 @@ struct Host {
     int ref;
   };
   std::vector<IdleThread> idle_threads;
+  int req_meta = LUA_NOREF;      // req's metatable (lua_request.cc)
   int headers_meta = LUA_NOREF;  // req.headers' metatable (lua_request.cc)
 };
 

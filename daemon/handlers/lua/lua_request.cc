@@ -75,10 +75,11 @@ void PushQuery(lua_State* L, std::string_view query) {
   }
 }
 
-void PushHeaders(lua_State* L, const Request& request, const Host& host) {
-  lua_createtable(L, 0, static_cast<int>(request.headers.size()));
+void PushHeaders(lua_State* L, std::span<const Header> headers,
+                 const Host& host) {
+  lua_createtable(L, 0, static_cast<int>(headers.size()));
   char name[128];
-  for (const Header& h : request.headers) {
+  for (const Header& h : headers) {
     if (h.name.size() > sizeof name) continue;  // no such header is useful
     for (size_t i = 0; i < h.name.size(); ++i) {
       name[i] =
@@ -101,7 +102,149 @@ void PushHeaders(lua_State* L, const Request& request, const Host& host) {
   lua_setmetatable(L, -2);
 }
 
+void PushParams(lua_State* L, std::span<const PathParam> params) {
+  lua_createtable(L, 0, static_cast<int>(params.size()));
+  for (const PathParam& p : params) {
+    lua_pushlstring(L, p.name.data(), p.name.size());
+    lua_pushlstring(L, p.value.data(), p.value.size());
+    lua_rawset(L, -3);
+  }
+}
+
+// req's fields built on first read.
+enum class Field {
+  kNone,
+  kMethod,
+  kPath,
+  kQuery,
+  kHeaders,
+  kBody,
+  kParams,
+  kClient
+};
+
+Field FieldNamed(std::string_view name) {
+  static constexpr std::pair<std::string_view, Field> kFields[] = {
+      {"method", Field::kMethod}, {"path", Field::kPath},
+      {"query", Field::kQuery},   {"headers", Field::kHeaders},
+      {"body", Field::kBody},     {"params", Field::kParams},
+      {"client", Field::kClient}};
+  for (const auto& [n, field] : kFields) {
+    if (n == name) return field;
+  }
+  return Field::kNone;
+}
+
+// Pushes `field` built from `source`.
+void PushField(lua_State* L, Field field, const RequestSource& source,
+               const Host& host) {
+  switch (field) {
+    case Field::kMethod:
+      lua_pushlstring(L, source.method.data(), source.method.size());
+      return;
+    case Field::kPath:
+      lua_pushlstring(L, source.path.data(), source.path.size());
+      return;
+    case Field::kQuery:
+      return PushQuery(L, source.query);
+    case Field::kHeaders:
+      return PushHeaders(L, source.headers, host);
+    case Field::kBody:
+      if (source.body_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, source.body_ref);
+      } else {
+        lua_pushlstring(L, source.body.data(), source.body.size());
+      }
+      return;
+    case Field::kParams:
+      return PushParams(L, source.params);
+    case Field::kClient:
+      if (source.client.empty()) {
+        lua_pushnil(L);
+      } else {
+        lua_pushlstring(L, source.client.data(), source.client.size());
+      }
+      return;
+    case Field::kNone:
+      lua_pushnil(L);
+      return;
+  }
+}
+
+// req's __index: builds a lazy field on its first read and keeps it in req.
+// Only the coroutine req was made for can build it (host.current is its
+// context while it runs); a req kept past its request raises an error
+// instead of reading another request's data.
+int IndexRequest(lua_State* L) {
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  size_t len;
+  const char* key = lua_tolstring(L, 2, &len);
+  const Field field = FieldNamed({key, len});
+  if (field == Field::kNone) return 0;
+  const Host& host = HostOf(L);
+  const WaitCtx* ctx = host.current;
+  if (!ctx || !ctx->source || ctx->req != lua_topointer(L, 1)) {
+    return luaL_error(L,
+                      "req.%s: read after its request ended (copy what you "
+                      "keep of req while the request runs)",
+                      key);
+  }
+  PushField(L, field, *ctx->source, host);
+  if (!lua_isnil(L, -1)) {  // req.client is nil when unknown
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+  }
+  return 1;
+}
+
 }  // namespace
+
+void RequestSource::View(const Request& request) {
+  method = request.method;
+  path = request.path;
+  query = request.query;
+  body = request.body;
+  client = request.Client();
+  headers = request.headers;
+  params = request.Params();
+}
+
+void RequestSource::Keep(lua_State* L) {
+  if (!body.empty()) {
+    lua_pushlstring(L, body.data(), body.size());
+    body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    body = {};
+  }
+  size_t size = method.size() + path.size() + query.size() + client.size();
+  for (const Header& h : headers) size += h.name.size() + h.value.size();
+  for (const PathParam& p : params) size += p.value.size();
+  bytes_.reserve(size);  // exact: the views below never move
+  auto keep = [this](std::string_view v) {
+    const size_t at = bytes_.size();
+    bytes_.append(v);
+    return std::string_view(bytes_.data() + at, v.size());
+  };
+  method = keep(method);
+  path = keep(path);
+  query = keep(query);
+  client = keep(client);
+  headers_.assign(headers.begin(), headers.end());
+  for (Header& h : headers_) {
+    h.name = keep(h.name);
+    h.value = keep(h.value);
+  }
+  headers = headers_;
+  // A capture's name views the route's pattern, valid for the generation.
+  params_.assign(params.begin(), params.end());
+  for (PathParam& p : params_) p.value = keep(p.value);
+  params = params_;
+}
+
+void RequestSource::Release(lua_State* L) {
+  luaL_unref(L, LUA_REGISTRYINDEX, body_ref);
+  body_ref = LUA_NOREF;
+}
 
 void InstallRequestMeta(lua_State* L, Host* host) {
   lua_newtable(L);
@@ -114,27 +257,23 @@ void InstallRequestMeta(lua_State* L, Host* host) {
   lua_call(L, 0, 1);
   lua_setfield(L, -2, "__index");
   host->headers_meta = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  lua_pushlightuserdata(L, host);
+  lua_pushcclosure(L, IndexRequest, 1);
+  lua_setfield(L, -2, "__index");
+  host->req_meta = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  host->checked_names_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  host->content_types_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-void PushRequest(lua_State* L, const Request& request, const Host& host) {
-  lua_createtable(L, 0, 8);
-  lua_pushlstring(L, request.method.data(), request.method.size());
-  lua_setfield(L, -2, "method");
-  lua_pushlstring(L, request.path.data(), request.path.size());
-  lua_setfield(L, -2, "path");
-  PushQuery(L, request.query);
-  lua_setfield(L, -2, "query");
-  PushHeaders(L, request, host);
-  lua_setfield(L, -2, "headers");
-  lua_pushlstring(L, request.body.data(), request.body.size());
-  lua_setfield(L, -2, "body");
-  lua_createtable(L, 0, request.param_count);  // the route's path captures
-  for (const PathParam& p : request.Params()) {
-    lua_pushlstring(L, p.name.data(), p.name.size());
-    lua_pushlstring(L, p.value.data(), p.value.size());
-    lua_rawset(L, -3);
-  }
-  lua_setfield(L, -2, "params");
+void PushRequest(lua_State* L, WaitCtx& ctx, const Host& host) {
+  // Room for the fields a handler commonly reads: more rehashes once.
+  lua_createtable(L, 0, 4);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, host.req_meta);
+  lua_setmetatable(L, -2);
+  ctx.req = lua_topointer(L, -1);
 }
 
 }  // namespace gearbox::lua

@@ -1,9 +1,19 @@
 // The `req` table a handler gets, and how its return values become the
 // response.
+//
+// Each of req's fields (method, path, query, headers, body, params,
+// client) is built on its first read (req's metatable), so a request pays
+// only for what its handler reads. They are built from a
+// RequestSource: views of the Request while it is valid (Handler::Start),
+// copied into the exchange when the handler first waits (the connection
+// reuses the request's buffer after Start).
 #pragma once
 
 #include <luajit-2.1/lua.hpp>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "daemon/handlers/lua/lua_host.h"
 #include "daemon/request.h"
@@ -11,16 +21,41 @@
 
 namespace gearbox::lua {
 
-// Pushes req: method, path, query (decoded; a repeated key gives an array,
-// a key without '=' gives true), headers (lower-case keys, any-case lookup;
-// repeats joined with ", "), body, params (path captures), client.
-void PushRequest(lua_State* L, const Request& request, const Host& host);
+// What req's lazy fields are built from.
+class RequestSource {
+ public:
+  // Views `request`: valid while it is.
+  void View(const Request& request);
+  // Copies what the views see, so the fields can still be built after the
+  // request's buffer is reused. Allocates: only a handler that waits pays.
+  // The body becomes a Lua string in L's registry at once, so a body read
+  // after the wait is still copied only once.
+  void Keep(lua_State* L);
+  // Drops what Keep put in L's registry.
+  void Release(lua_State* L);
+
+  std::string_view method, path, query, body, client;
+  std::span<const Header> headers;
+  std::span<const PathParam> params;
+  int body_ref = LUA_NOREF;  // the kept body, when Keep made one
+
+ private:
+  std::string bytes_;
+  std::vector<Header> headers_;
+  std::vector<PathParam> params_;
+};
+
+// Pushes req for `ctx`'s coroutine (ctx.source must be set and outlive its
+// reads), its fields still unbuilt. Only the coroutine that owns ctx may
+// build them; read after it ended, they raise an error.
+void PushRequest(lua_State* L, WaitCtx& ctx, const Host& host);
 
 // The values a handler returned (the n on top of L): status, body[,
 // headers]. "" or what is wrong with them.
 std::string ReadAnswer(lua_State* L, int n, Host& host, Response& response);
 
-// Sets up the metatable PushRequest gives req.headers (once per state).
+// Sets up req's and req.headers' metatables, and ReadAnswer's tables of
+// checked header names and content types (once per state).
 void InstallRequestMeta(lua_State* L, Host* host);
 
 }  // namespace gearbox::lua

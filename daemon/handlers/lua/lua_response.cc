@@ -21,42 +21,93 @@ bool SameName(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// The interned copy of a Content-Type (Response keeps a view of it).
-std::string_view Intern(Host& host, std::string_view type) {
-  for (const std::string& known : host.content_types) {
-    if (known == type) return known;
+// What a header name a handler returned turned out to be. The first time a
+// name is seen it is checked in full; then it is remembered by value in a
+// Lua table of the state (a lookup of an interned string), so a handler
+// that answers with the same headers each time checks each name once.
+enum NameKind : int { kUnchecked = 0, kPlain = 1, kContentType = 2 };
+constexpr int kMaxCheckedNames = 256;  // a worker answers with a handful
+
+// Checks a name seen for the first time: its kind, or "" in *wrong.
+NameKind CheckName(std::string_view name, std::string* wrong) {
+  if (!http::IsToken(name)) {
+    *wrong = "bad header name \"" + std::string(name) + "\"";
+    return kUnchecked;
   }
+  for (std::string_view reserved :
+       {"Content-Length", "Transfer-Encoding", "Connection"}) {
+    if (SameName(name, reserved)) {
+      *wrong = "gearbox sets " + std::string(reserved) + " itself";
+      return kUnchecked;
+    }
+  }
+  return SameName(name, "Content-Type") ? kContentType : kPlain;
+}
+
+// The kind of the name at -2 (its string), from `names` (a stack index) or
+// checked now and remembered there.
+NameKind KindOf(lua_State* L, Host& host, int names, std::string* wrong) {
+  lua_pushvalue(L, -2);
+  lua_rawget(L, names);
+  const auto known = static_cast<NameKind>(lua_tointeger(L, -1));
+  lua_pop(L, 1);
+  if (known != kUnchecked) return known;
+  size_t len;
+  const char* name = lua_tolstring(L, -2, &len);
+  const NameKind kind = CheckName({name, len}, wrong);
+  if (kind != kUnchecked && host.checked_names < kMaxCheckedNames) {
+    ++host.checked_names;
+    lua_pushvalue(L, -2);
+    lua_pushinteger(L, kind);
+    lua_rawset(L, names);
+  }
+  return kind;
+}
+
+// The interned copy of the Content-Type at -1 (Response keeps a view of
+// it): found by value in `types` (a stack index, string -> 1-based index
+// into host.content_types), or added to both.
+std::string_view Intern(lua_State* L, Host& host, int types,
+                        std::string_view type) {
+  lua_pushvalue(L, -1);
+  lua_rawget(L, types);
+  const lua_Integer known = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  if (known > 0) return host.content_types[static_cast<size_t>(known - 1)];
   if (host.content_types.size() >= kMaxContentTypes) return {};
-  return host.content_types.emplace_back(type);
+  host.content_types.emplace_back(type);
+  lua_pushvalue(L, -1);
+  lua_pushinteger(L, static_cast<lua_Integer>(host.content_types.size()));
+  lua_rawset(L, types);
+  return host.content_types.back();
 }
 
 // One header of the returned table (key -2, value -1); "" or what is wrong.
-std::string AddHeader(lua_State* L, Host& host, Response& response) {
+// `names` and `types`: the stack indices of the state's checked names and
+// interned types.
+std::string AddHeader(lua_State* L, Host& host, int names, int types,
+                      Response& response) {
   if (lua_type(L, -2) != LUA_TSTRING) return "a header name is not a string";
-  std::string_view name = lua_tostring(L, -2);
-  if (!http::IsToken(name))
-    return "bad header name \"" + std::string(name) + "\"";
+  std::string wrong;
+  const NameKind kind = KindOf(L, host, names, &wrong);
+  if (kind == kUnchecked) return wrong;
   const int t = lua_type(L, -1);
   if (t != LUA_TSTRING && t != LUA_TNUMBER) {
-    return "header " + std::string(name) + " is a " + luaL_typename(L, -1) +
-           ", not a string";
+    return "header " + std::string(lua_tostring(L, -2)) + " is a " +
+           luaL_typename(L, -1) + ", not a string";
   }
   lua_pushvalue(L, -1);  // tolstring converts a number in place
   size_t len;
   const char* text = lua_tolstring(L, -1, &len);
   const std::string_view value(text, len);
-  lua_pop(L, 1);
   if (!IsFieldValue(value)) {
-    return "header " + std::string(name) + " holds a control character";
+    lua_pop(L, 1);
+    return "header " + std::string(lua_tostring(L, -2)) +
+           " holds a control character";
   }
-  for (std::string_view reserved :
-       {"Content-Length", "Transfer-Encoding", "Connection"}) {
-    if (SameName(name, reserved)) {
-      return "gearbox sets " + std::string(reserved) + " itself";
-    }
-  }
-  if (SameName(name, "Content-Type")) {
-    const std::string_view interned = Intern(host, value);
+  if (kind == kContentType) {
+    const std::string_view interned = Intern(L, host, types, value);
+    lua_pop(L, 1);
     if (interned.empty()) {
       return "more than " + std::to_string(kMaxContentTypes) +
              " distinct Content-Types in one worker";
@@ -64,10 +115,13 @@ std::string AddHeader(lua_State* L, Host& host, Response& response) {
     response.content_type = interned;
     return "";
   }
-  response.extra_headers.append(name);
+  size_t name_len;
+  const char* name = lua_tolstring(L, -3, &name_len);
+  response.extra_headers.append(name, name_len);
   response.extra_headers.append(": ");
   response.extra_headers.append(value);
   response.extra_headers.append("\r\n");
+  lua_pop(L, 1);
   return "";
 }
 
@@ -96,12 +150,15 @@ std::string ReadAnswer(lua_State* L, int n, Host& host, Response& response) {
   }
   if (n >= 3 && !lua_isnil(L, base + 3)) {
     if (!lua_istable(L, base + 3)) return "the headers are not a table";
+    lua_rawgeti(L, LUA_REGISTRYINDEX, host.checked_names_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, host.content_types_ref);
+    const int names = lua_gettop(L) - 1, types = names + 1;
     lua_pushnil(L);
     while (lua_next(L, base + 3)) {
-      std::string wrong = AddHeader(L, host, response);
+      std::string wrong = AddHeader(L, host, names, types, response);
       lua_pop(L, 1);
       if (!wrong.empty()) {
-        lua_pop(L, 1);
+        lua_settop(L, base);
         return wrong;
       }
     }

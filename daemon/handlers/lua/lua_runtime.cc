@@ -1,5 +1,7 @@
 #include "daemon/handlers/lua/lua_runtime.h"
 
+#include <time.h>
+
 #include "daemon/handlers/lua/lua_coroutine.h"
 #include "daemon/handlers/lua/run_blocking.h"
 #include "daemon/logging.h"
@@ -9,6 +11,14 @@ namespace {
 
 // How often an idle runtime may run a full collection to publish lua_kib.
 constexpr auto kCollectEvery = std::chrono::seconds(1);
+
+// Asked after every exchange: the coarse clock (a few ms of resolution)
+// costs a fraction of steady_clock's read, and a second is all that matters.
+std::chrono::nanoseconds CoarseNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 // A script's init(worker) as a coroutine.
 class InitCoroutine final : public Coroutine {
@@ -117,7 +127,7 @@ void Runtime::Ended(bool memory_error) {
     Rebuild();
     return;
   }
-  Publish(std::chrono::steady_clock::now() - last_collect_ >= kCollectEvery);
+  Publish(CoarseNow() - last_collect_ >= kCollectEvery);
 }
 
 void Runtime::Rebuild() {
@@ -134,7 +144,7 @@ void Runtime::Rebuild() {
 void Runtime::Publish(bool collect) {
   if (collect) {
     lua_gc(vm_->L(), LUA_GCCOLLECT, 0);
-    last_collect_ = std::chrono::steady_clock::now();
+    last_collect_ = CoarseNow();
   }
   if (info_.slot && collect) {
     info_.slot->lua_kib.store(vm_->kib(), std::memory_order_relaxed);

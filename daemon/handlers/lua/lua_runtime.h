@@ -56,7 +56,7 @@ class Runtime {
   int active_ = 0;
   bool rebuild_ = false;
   bool rebuilding_ = false;
-  std::chrono::steady_clock::time_point last_collect_{};
+  std::chrono::nanoseconds last_collect_{};  // CLOCK_MONOTONIC_COARSE
 };
 
 }  // namespace gearbox::lua

@@ -59,6 +59,54 @@ TEST_F(LuaTest, HelloWithQueryHeadersAndBody) {
   EXPECT_EQ(post.body, "got 11 bytes: hello there\n");
 }
 
+// req's fields are built on first read; read only after a wait, they still
+// hold this request's data (copied when the handler first waited).
+TEST_F(LuaTest, RequestFieldsReadAfterAWait) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Exchange(port(), GetRequest("/app?do=late&name=after+wait",
+                                               "X-Agent: late/2\r\n"));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  for (const char* want :
+       {"\"method\":\"GET\"", "\"path\":\"/app\"", "\"name\":\"after wait\"",
+        "\"agent\":\"late/2\"", "\"client\":\"127.0.0.1\"", "\"body\":\"\""}) {
+    EXPECT_NE(r.body.find(want), std::string::npos) << want << " in " << r.body;
+  }
+  Connection c = Connection::Open(port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.Send(
+      "POST /app?do=late HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n"
+      "hello there"));
+  HttpResponse post = c.ReadResponse();
+  EXPECT_EQ(post.status, 200) << post.raw;
+  EXPECT_NE(post.body.find("\"body\":\"hello there\""), std::string::npos)
+      << post.body;
+  EXPECT_NE(post.body.find("\"method\":\"POST\""), std::string::npos)
+      << post.body;
+}
+
+// A req kept past its request raises on a field it never built: it does not
+// read whatever request the worker serves now.
+TEST_F(LuaTest, RequestKeptPastItsRequestRaises) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  Connection c = Connection::Open(port());
+  ASSERT_TRUE(c.ok());
+  std::string body = "none\n";
+  // Each worker has its own state: repeat until the worker that answers
+  // the second request kept a req from an earlier one.
+  for (int i = 0; i < 8 * kWorkers && body == "none\n"; ++i) {
+    ASSERT_TRUE(c.Send("GET /app?do=keep HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_EQ(c.ReadResponse().status, 200);
+    ASSERT_TRUE(c.Send("GET /app?do=stale HTTP/1.1\r\nHost: t\r\n\r\n"));
+    HttpResponse r = c.ReadResponse();
+    ASSERT_EQ(r.status, 200) << r.raw;
+    body = r.body;
+  }
+  EXPECT_EQ(body.rfind("false ", 0), 0u) << body;
+  EXPECT_NE(body.find("req.headers: read after its request ended"),
+            std::string::npos)
+      << body;
+}
+
 // HEAD falls back to GET: its head, no body (read up to the close: the
 // client cannot frame a HEAD response by its Content-Length).
 TEST_F(LuaTest, HeadFallsBackToGet) {

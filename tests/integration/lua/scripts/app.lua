@@ -53,8 +53,29 @@ local function info(req)
   }) .. "\n", { ["Content-Type"] = "application/json", ["X-Served"] = served }
 end
 
+-- req's fields are built on first read: these read them only after a wait,
+-- when the request's own buffer has been reused.
+local function late(req)
+  gearbox.sleep(0)
+  return 200, json.encode({
+    method = req.method, path = req.path, name = req.query.name,
+    agent = req.headers["X-Agent"], client = req.client, body = req.body,
+  }) .. "\n"
+end
+
+-- A req kept past its request: reading a field not built during it fails
+-- with a clear error instead of reading another request's data.
+local kept
+local function keep(req) kept = req; return 200, "kept\n" end
+local function stale()
+  if not kept then return 200, "none\n" end
+  local ok, err = pcall(function() return kept.headers end)
+  return 200, tostring(ok) .. " " .. tostring(err) .. "\n"
+end
+
 local routes = {
   sleep = sleep, hot = hot_loop, tcp = tcp, memory = memory,
+  late = late, keep = keep, stale = stale,
   error = function() local t = nil; return 200, t.field end,
   badstatus = function() return "teapot" end,
 }
@@ -70,6 +91,7 @@ return {
     return info(req)
   end,
   POST = function(req)
+    if req.query["do"] == "late" then return late(req) end
     return 201, "got " .. #req.body .. " bytes: " .. req.body .. "\n"
   end,
 }
