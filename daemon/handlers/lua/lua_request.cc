@@ -123,16 +123,26 @@ enum class Field {
   kClient
 };
 
+// Read on every first access of a field: sorted by length first, so a key
+// is compared with at most three names.
 Field FieldNamed(std::string_view name) {
-  static constexpr std::pair<std::string_view, Field> kFields[] = {
-      {"method", Field::kMethod}, {"path", Field::kPath},
-      {"query", Field::kQuery},   {"headers", Field::kHeaders},
-      {"body", Field::kBody},     {"params", Field::kParams},
-      {"client", Field::kClient}};
-  for (const auto& [n, field] : kFields) {
-    if (n == name) return field;
+  switch (name.size()) {
+    case 4:
+      return name == "path"   ? Field::kPath
+             : name == "body" ? Field::kBody
+                              : Field::kNone;
+    case 5:
+      return name == "query" ? Field::kQuery : Field::kNone;
+    case 6:
+      return name == "method"   ? Field::kMethod
+             : name == "params" ? Field::kParams
+             : name == "client" ? Field::kClient
+                                : Field::kNone;
+    case 7:
+      return name == "headers" ? Field::kHeaders : Field::kNone;
+    default:
+      return Field::kNone;
   }
-  return Field::kNone;
 }
 
 // Pushes `field` built from `source`.
@@ -159,10 +169,10 @@ void PushField(lua_State* L, Field field, const RequestSource& source,
     case Field::kParams:
       return PushParams(L, source.params);
     case Field::kClient:
-      if (source.client.empty()) {
+      if (const std::string_view client = source.Client(); client.empty()) {
         lua_pushnil(L);
       } else {
-        lua_pushlstring(L, source.client.data(), source.client.size());
+        lua_pushlstring(L, client.data(), client.size());
       }
       return;
     case Field::kNone:
@@ -205,7 +215,7 @@ void RequestSource::View(const Request& request) {
   path = request.path;
   query = request.query;
   body = request.body;
-  client = request.Client();
+  request_ = &request;
   headers = request.headers;
   params = request.Params();
 }
@@ -216,6 +226,7 @@ void RequestSource::Keep(lua_State* L) {
     body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     body = {};
   }
+  const std::string_view client = Client();
   size_t size = method.size() + path.size() + query.size() + client.size();
   for (const Header& h : headers) size += h.name.size() + h.value.size();
   for (const PathParam& p : params) size += p.value.size();
@@ -228,7 +239,8 @@ void RequestSource::Keep(lua_State* L) {
   method = keep(method);
   path = keep(path);
   query = keep(query);
-  client = keep(client);
+  client_ = keep(client);
+  request_ = nullptr;
   headers_.assign(headers.begin(), headers.end());
   for (Header& h : headers_) {
     h.name = keep(h.name);

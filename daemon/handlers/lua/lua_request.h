@@ -34,12 +34,20 @@ class RequestSource {
   // Drops what Keep put in L's registry.
   void Release(lua_State* L);
 
-  std::string_view method, path, query, body, client;
+  // The client's address as text; "" when unknown. Computed on demand
+  // while the request is live (formatting it costs more than the rest).
+  std::string_view Client() const {
+    return request_ ? request_->Client() : client_;
+  }
+
+  std::string_view method, path, query, body;
   std::span<const Header> headers;
   std::span<const PathParam> params;
   int body_ref = LUA_NOREF;  // the kept body, when Keep made one
 
  private:
+  const Request* request_ = nullptr;  // until Keep
+  std::string_view client_;
   std::string bytes_;
   std::vector<Header> headers_;
   std::vector<PathParam> params_;
