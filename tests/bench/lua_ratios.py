@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""lua_ratios.py: the Lua handler's benchmark rows (docs/lua.md), direct, c=64,
-alternating rounds in one run, medians of requests/s and of CPU microseconds per
-request (gearboxd's, or nginx's whole tree: the CPU figure holds on a busy host,
-where throughput does not):
+"""lua_ratios.py: the Lua handler's benchmark rows (docs/lua.md), c=64, each row's
+two sides in alternating rounds of one run: medians of requests/s and of CPU
+microseconds per request, the per-round ratio's median and spread (the CPU figure
+holds on a busy host, where throughput does not):
 
   Lua /hello (sdk/examples/lua/hello.lua) vs the built-in text handler, per model
   Lua gearbox.sleep(0.001) vs the built-in wait handler (ms = 1), per model
   async-1 Lua /hello vs nginx + Debian's libnginx-mod-http-lua answering
       content_by_lua_block { ngx.say("hello world") } from one worker
+  async-1 Lua PostgreSQL point lookup (sdk/examples/lua/items.lua) vs the
+      built-in postgres handler on the same query, both through nginx (unix
+      socket, the shipped snippets), pool 4, on a throwaway cluster
 
-That module links OpenResty's libluajit2, whose packages conflict with
-libluajit-5.1-dev (gearbox's build): they are never installed. `apt-get
-download` fetches the module, its NDK and OpenResty's runtime libraries, and
-`dpkg -x` unpacks them into the work directory; nginx loads the module from there
-with LD_LIBRARY_PATH at OpenResty's libluajit (each side's LuaJIT is printed).
+The first three are direct (wrk to gearboxd or to nginx). That module links
+OpenResty's libluajit2, whose packages conflict with libluajit-5.1-dev
+(gearbox's build): they are never installed. `apt-get download` fetches the
+module, its NDK, OpenResty's LuaJIT and lua-resty-core; `dpkg -x` unpacks them
+into the work directory, and nginx loads the module from there with
+LD_LIBRARY_PATH at OpenResty's libluajit. The results name each side's LuaJIT.
 
-  python3 tests/bench/lua_ratios.py [--rounds 3] [--duration 3] [--out FILE.md]
-  GEARBOXD=/path/to/gearboxd python3 tests/bench/lua_ratios.py --no-nginx
+  python3 tests/bench/lua_ratios.py [--rounds 5] [--duration 3] [--out FILE.md]
+  GEARBOXD=/path/to/gearboxd python3 tests/bench/lua_ratios.py --only models
 """
 import argparse
 import os
@@ -27,61 +31,79 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_servers import (ROOT, cpu_seconds, free_port, http_get_ok, parse_wrk,  # noqa: E402
-                           proc_tree, stop_proc)
+import bench_servers as bs  # noqa: E402
+from bench import CONFIG_BY_LABEL  # noqa: E402
 
 MODELS = [("async-1", "async", "[async]\nloops = 1\n"),
           ("threadpool-4", "threadpool", "[threadpool]\nthreads = 4\n"),
           ("prefork-2", "prefork", "[prefork]\nworkers = 2\n")]
 NGINX_DEBS = ["libnginx-mod-http-lua", "libnginx-mod-http-ndk", "libluajit2-5.1-2",
               "libluajit2-5.1-common", "lua-resty-core", "lua-resty-lrucache"]
+HELLO = os.path.join(bs.ROOT, "sdk", "examples", "lua", "hello.lua")
+ITEMS = os.path.join(bs.ROOT, "sdk", "examples", "lua", "items.lua")
+ITEMS_SQL = "SELECT id, name, price, note FROM items WHERE id = $1"
+PARTS = ("models", "nginx", "postgres")
 
 
 def gearbox_config(model, section, port, work):
     sleep = os.path.join(work, "sleep.lua")
     with open(sleep, "w") as f:
         f.write('return function() gearbox.sleep(0.001) return 200, "waited 1 ms\\n" end\n')
-    hello = os.path.join(ROOT, "sdk", "examples", "lua", "hello.lua")
     return (f'[server]\nmodel = "{model}"\n{section}[[listen]]\naddress = "127.0.0.1:{port}"\n'
             '[log]\nlevel = "warn"\n'
             '[[route]]\npath = "/text"\nhandler = "text"\nbody = "hello world\\n"\n'
-            f'[[route]]\npath = "/lua"\nhandler = "lua"\nscript = "{hello}"\n'
+            f'[[route]]\npath = "/lua"\nhandler = "lua"\nscript = "{HELLO}"\n'
             '[[route]]\npath = "/wait"\nhandler = "wait"\nms = 1\n'
             f'[[route]]\npath = "/luasleep"\nhandler = "lua"\nscript = "{sleep}"\n')
 
 
 def wait_serving(port, path):
-    for _ in range(100):
-        if http_get_ok("127.0.0.1", port, path):
+    for _ in range(200):
+        if bs.http_get_ok("127.0.0.1", port, path):
             return
         time.sleep(0.05)
     raise SystemExit(f"nothing serves 127.0.0.1:{port}{path}")
 
 
-def measure(pid, url, duration):
-    """One wrk run: requests/s and CPU us per request of pid's tree."""
-    tree = proc_tree(pid)
-    before = cpu_seconds(tree)
+def measure(pids, url, duration):
+    """One wrk run: (req/s, CPU us per request of the processes pids() lists, bad
+    answers: non-2xx plus socket errors)."""
+    before = bs.cpu_seconds(pids())
     out = subprocess.run(["wrk", "-t2", "-c64", f"-d{duration}s", url],
                          capture_output=True, text=True, timeout=duration + 30).stdout
-    used = cpu_seconds(proc_tree(pid)) - before
-    r = parse_wrk(out)
-    return r["rps"], (used * 1e6 / r["requests"]) if r["requests"] else float("nan")
+    used = bs.cpu_seconds(pids()) - before
+    r = bs.parse_wrk(out)
+    cpu = used * 1e6 / r["requests"] if r["requests"] else float("nan")
+    return r["rps"], cpu, r["non2xx"] + r["errors"]
 
 
-def rounds(pairs, n, duration):
-    """pairs: [(label, pid, url)]; alternating rounds; label -> (rps, cpu_us) medians."""
-    runs = {label: [] for label, _, _ in pairs}
-    for _ in range(n):
-        for label, pid, url in pairs:
-            runs[label].append(measure(pid, url, duration))
-    return {label: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
-            for label, rs in runs.items()}
+def rounds(sides, n, duration):
+    """sides: [(label, pids, url)], measured in turn, n rounds: label -> [runs]."""
+    runs = {label: [] for label, _, _ in sides}
+    for i in range(n):
+        for label, pids, url in sides:
+            runs[label].append(measure(pids, url, duration))
+        print(f"  round {i + 1}: " + ", ".join(
+            f"{label} {runs[label][-1][0]:.0f} req/s {runs[label][-1][1]:.2f} us"
+            for label, _, _ in sides), flush=True)
+    return runs
+
+
+def row(name, model, a, b, target):
+    """A table row: side a (Lua) against side b, from their paired rounds."""
+    ratios = sorted(x[0] / y[0] for x, y in zip(a, b) if y[0])
+    med = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
+    bad = sum(r[2] for r in a + b)
+    return (f"| {name} | {model} | {med(a, 0):.0f} vs {med(b, 0):.0f} | "
+            f"**{statistics.median(ratios):.2f}** ({ratios[0]:.2f}-{ratios[-1]:.2f}) | "
+            f"{med(a, 1):.2f} vs {med(b, 1):.2f} | {med(b, 1) / med(a, 1):.2f} | "
+            f"{target} |" + (f" {bad} bad answers |" if bad else " |"))
 
 
 def start_gearbox(gearboxd, model, section, work):
-    port = free_port()
+    port = bs.free_port()
     path = os.path.join(work, f"{model}.toml")
     with open(path, "w") as f:
         f.write(gearbox_config(model, section, port, work))
@@ -91,23 +113,50 @@ def start_gearbox(gearboxd, model, section, work):
     return p, port
 
 
-def start_nginx_lua(work):
-    root = os.path.join(work, "ngxlua")
-    if not os.path.isdir(root):
-        debs = os.path.join(work, "debs")
-        os.makedirs(debs, exist_ok=True)
-        subprocess.run(["apt-get", "download", *NGINX_DEBS], cwd=debs, check=True,
-                       capture_output=True)
-        for deb in os.listdir(debs):
-            subprocess.run(["dpkg", "-x", os.path.join(debs, deb), root], check=True)
-    port = free_port()
+def part_models(gearboxd, a, work):
+    lines = []
+    for label, model, section in MODELS:
+        print(f"{label}: /lua, /text, /luasleep, /wait", flush=True)
+        p, port = start_gearbox(gearboxd, model, section, work)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            pids = lambda: bs.proc_tree(p.pid)  # noqa: E731
+            m = rounds([(k, pids, f"{base}/{k}") for k in ("lua", "text", "luasleep", "wait")],
+                       a.rounds, a.duration)
+        finally:
+            bs.stop_proc(p)
+        lines.append(row("Lua /hello vs text", label, m["lua"], m["text"], ">= 0.8"))
+        lines.append(row("Lua sleep(0.001) vs wait ms=1", label, m["luasleep"], m["wait"],
+                         ">= 0.8"))
+    return lines
+
+
+def unpack_nginx_lua(work):
+    """The nginx Lua module and OpenResty's LuaJIT, downloaded and unpacked into
+    work (never installed): the unpacked root and the libluajit2 version."""
+    root, debs = os.path.join(work, "ngxlua"), os.path.join(work, "debs")
+    os.makedirs(debs, exist_ok=True)
+    r = subprocess.run(["apt-get", "download", *NGINX_DEBS], cwd=debs, capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode != 0:
+        raise SystemExit(f"apt-get download {' '.join(NGINX_DEBS)} failed: {r.stderr}")
+    version = "?"
+    for deb in sorted(os.listdir(debs)):
+        subprocess.run(["dpkg", "-x", os.path.join(debs, deb), root], check=True)
+        if deb.startswith("libluajit2-5.1-2_"):
+            version = deb.split("_")[1]
+    return root, version
+
+
+def start_nginx_lua(root, work):
+    port = bs.free_port()
     conf = os.path.join(work, "nginx-lua.conf")
     mods = os.path.join(root, "usr/lib/nginx/modules")
     with open(conf, "w") as f:
         f.write(f"load_module {mods}/ndk_http_module.so;\n"
                 f"load_module {mods}/ngx_http_lua_module.so;\n"
-                f"worker_processes 1;\ndaemon off;\npid {work}/nginx.pid;\n"
-                f"error_log {work}/nginx-error.log warn;\n"
+                f"worker_processes 1;\ndaemon off;\npid {work}/nginx-lua.pid;\n"
+                f"error_log {work}/nginx-lua-error.log warn;\n"
                 "events { worker_connections 4096; }\n"
                 "http {\n  access_log off;\n"
                 f'  lua_package_path "{root}/usr/share/lua/5.1/?.lua;;";\n'
@@ -118,62 +167,132 @@ def start_nginx_lua(work):
     p = subprocess.Popen(["nginx", "-c", conf, "-p", work], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_serving(port, "/hello")
-    return p, port, os.path.realpath(os.path.join(
-        root, "usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2"))
+    return p, port
+
+
+def luajit_mapped(pid):
+    """The libluajit file a running process mapped (what it really runs)."""
+    for p in bs.proc_tree(pid):
+        try:
+            with open(f"/proc/{p}/maps") as f:
+                for line in f:
+                    if "libluajit" in line:
+                        return os.path.realpath(line.split()[-1])
+        except OSError:
+            pass
+    return "?"
+
+
+def part_nginx(gearboxd, a, work, facts):
+    print("async-1 Lua /hello vs nginx + lua module, 1 worker", flush=True)
+    root, version = unpack_nginx_lua(work)
+    n, nport = start_nginx_lua(root, work)
+    p, port = start_gearbox(gearboxd, "async", "[async]\nloops = 1\n", work)
+    try:
+        m = rounds([("gearbox", lambda: bs.proc_tree(p.pid), f"http://127.0.0.1:{port}/lua"),
+                    ("nginx", lambda: bs.proc_tree(n.pid), f"http://127.0.0.1:{nport}/hello")],
+                   a.rounds, a.duration)
+        facts.append(f"gearboxd runs {luajit_mapped(p.pid)} (Debian's libluajit-5.1-2 "
+                     f"{deb_version('libluajit-5.1-2')}); nginx "
+                     f"{nginx_version()}'s lua module (libnginx-mod-http-lua "
+                     f"{deb_version('libnginx-mod-http-lua', candidate=True)}) runs "
+                     f"{luajit_mapped(n.pid).replace(work, '$WORK')} (OpenResty's "
+                     f"libluajit2 {version}, unpacked, not installed).")
+    finally:
+        bs.stop_proc(p)
+        bs.stop_proc(n)
+    return [row("Lua /hello vs nginx lua (ngx.say), 1 worker", "async-1", m["gearbox"],
+                m["nginx"], ">= 1.0")]
+
+
+def part_postgres(gearboxd, a, work, facts):
+    print("async-1 items.lua vs the postgres handler, through nginx", flush=True)
+    pg = bs.Postgres(work, work)
+    front = None
+    try:
+        pg.start()
+        r = pg.sql("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric, "
+                   "note text); INSERT INTO items SELECT i, 'item ' || i, i * 0.25, "
+                   "CASE WHEN i % 2 = 0 THEN 'even' END FROM generate_series(1, 100000) i; "
+                   "ANALYZE items;")
+        if r.returncode != 0:
+            raise SystemExit(f"creating items failed: {r.stderr}")
+        dsn = f"host={pg.dir} dbname=postgres user=postgres"
+        os.environ["GEARBOX_ITEMS_DSN"] = dsn  # items.lua reads it when it loads
+        extra = (f'[[route]]\npath = "/items"\nhandler = "lua"\nscript = "{ITEMS}"\n'
+                 f'[[route]]\npath = "/pgitems"\nhandler = "postgres"\ndsn = "{dsn}"\n'
+                 f'query = "{ITEMS_SQL}"\nparams = ["id"]\npool = 4\n')
+        gb = bs.Gearbox(gearboxd, CONFIG_BY_LABEL["async-1"], work, work, work, tag="luapg",
+                        extra=extra, pg=pg.dir, sock_name="luapg.sock")
+        front = bs.Fronted(gb, work, work, work, "luapg", ["nginx-unix"])
+        front.start()
+        url = f"http://127.0.0.1:{front.nginx['nginx-unix'].proxy}"
+        m = rounds([("lua", gb.pids, f"{url}/items?id=54321"),
+                    ("builtin", gb.pids, f"{url}/pgitems?id=54321")], a.rounds, a.duration)
+        facts.append(f"PostgreSQL: {pg.version()}; both routes pool 4, the same SQL "
+                     f"({ITEMS_SQL}); CPU is gearboxd's (nginx and the cluster are shared).")
+    finally:
+        if front:
+            front.stop([], "luapg")
+        pg.stop()
+    return [row("Lua items.lua vs postgres handler, via nginx", "async-1", m["lua"],
+                m["builtin"], ">= 0.8")]
+
+
+def deb_version(package, candidate=False):
+    if candidate:
+        out = subprocess.run(["apt-cache", "policy", package], capture_output=True,
+                             text=True).stdout
+        return next((ln.split()[-1] for ln in out.splitlines() if "Candidate:" in ln), "?")
+    return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
+                          capture_output=True, text=True).stdout or "?"
+
+
+def nginx_version():
+    r = subprocess.run(["nginx", "-v"], capture_output=True, text=True)
+    return r.stderr.strip().split("/")[-1] or "?"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=3)
-    ap.add_argument("--no-nginx", action="store_true")
+    ap.add_argument("--only", default=",".join(PARTS), help="comma list of " + ", ".join(PARTS))
     ap.add_argument("--out")
     a = ap.parse_args()
-    gearboxd = os.environ.get("GEARBOXD") or os.path.join(ROOT, "bazel-bin/daemon/gearboxd")
+    gearboxd = os.environ.get("GEARBOXD") or os.path.join(bs.ROOT, "bazel-bin/daemon/gearboxd")
     work = tempfile.mkdtemp(prefix="gearbox-luabench.")
+    os.chmod(work, 0o755)  # the postgres user and nginx's worker reach in
     try:
         run(a, gearboxd, work)
     finally:
+        bs.stop_all()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def run(a, gearboxd, work):
-    lines = [f"# Lua rows ({time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}, "
-             f"c=64 direct, {a.rounds} alternating rounds x {a.duration} s, medians)", "",
-             "| row | model | rps | rps ratio | CPU us/req | CPU ratio (B/A) | target |",
-             "|-----|-------|-----|-----------|------------|-----------------|--------|"]
-    for label, model, section in MODELS:
-        p, port = start_gearbox(gearboxd, model, section, work)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            m = rounds([(k, p.pid, base + "/" + k) for k in ("text", "lua", "wait", "luasleep")],
-                       a.rounds, a.duration)
-        finally:
-            stop_proc(p)
-        for lua, builtin in (("lua", "text"), ("luasleep", "wait")):
-            lines.append(f"| Lua /{lua} vs {builtin} | {label} | {m[lua][0]:.0f} vs "
-                         f"{m[builtin][0]:.0f} | {m[lua][0] / m[builtin][0]:.2f} | "
-                         f"{m[lua][1]:.2f} vs {m[builtin][1]:.2f} | "
-                         f"{m[builtin][1] / m[lua][1]:.2f} | >= 0.8 |")
-    if not a.no_nginx:
-        n, nport, nlib = start_nginx_lua(work)
-        p, port = start_gearbox(gearboxd, "async", "[async]\nloops = 1\n", work)
-        try:
-            m = rounds([("gearbox", p.pid, f"http://127.0.0.1:{port}/lua"),
-                        ("nginx", n.pid, f"http://127.0.0.1:{nport}/hello")],
-                       a.rounds, a.duration)
-        finally:
-            stop_proc(p)
-            stop_proc(n)
-        glib = subprocess.run(["ldd", gearboxd], capture_output=True, text=True).stdout
-        glib = next((l.split("=>")[1].split()[0] for l in glib.splitlines()
-                     if "luajit" in l), "?")
-        lines.append(f"| async-1 Lua /hello vs nginx lua, 1 worker | async-1 | "
-                     f"{m['gearbox'][0]:.0f} vs {m['nginx'][0]:.0f} | "
-                     f"{m['gearbox'][0] / m['nginx'][0]:.2f} | {m['gearbox'][1]:.2f} vs "
-                     f"{m['nginx'][1]:.2f} | {m['nginx'][1] / m['gearbox'][1]:.2f} | >= 1.0 |")
-        lines += ["", f"gearboxd's LuaJIT: {os.path.realpath(glib)} (Debian libluajit-5.1-2); "
-                      f"nginx's: {nlib} (OpenResty's libluajit2, unpacked, not installed)."]
+    parts = [p for p in a.only.split(",") if p]
+    load0, t0 = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    facts, rows = [], []
+    if "models" in parts:
+        rows += part_models(gearboxd, a, work)
+    if "nginx" in parts:
+        rows += part_nginx(gearboxd, a, work, facts)
+    if "postgres" in parts:
+        rows += part_postgres(gearboxd, a, work, facts)
+    load1 = os.getloadavg()
+    commit = subprocess.run(["git", "-C", bs.ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    lines = [f"# Lua rows, {t0}", "",
+             f"gearboxd {gearboxd} (tree at {commit}); {os.cpu_count()} cores; load average "
+             f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} (1/5/15 min) at the start, "
+             f"{load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f} at the end. wrk -t2 -c64, "
+             f"{a.rounds} alternating rounds x {a.duration} s: medians; the ratio is each "
+             "round's Lua/other req/s, median (min-max); CPU ratio = other's CPU per "
+             "request / Lua's (above 1: Lua costs less).", "",
+             "| row | model | req/s (Lua vs other) | req/s ratio | CPU us/req (Lua vs other) "
+             "| CPU ratio | target | |",
+             "|-----|-------|-----|-----|-----|-----|-----|---|"] + rows + [""] + facts
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
