@@ -1,4 +1,5 @@
-// gearbox.postgres{ dsn = ..., pool = N } and pool:query(sql, ...): the
+// gearbox.postgres{ dsn = ..., pool = N, pipeline = M } and
+// pool:query(sql, ...): the
 // query runs as the built-in postgres handler's own exchange
 // (daemon/handlers/postgres/: the same pool, non-blocking libpq code and
 // per-connection statement cache), delegated to as the coroutine's
@@ -6,6 +7,7 @@
 // them (NULL is gearbox.null).
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -18,26 +20,41 @@ namespace {
 
 constexpr const char* kMeta = "gearbox.postgres";
 constexpr int kDefaultPool = 4;
+// As the postgres handler's `pipeline` (handler_table.cc): queries one
+// connection of an async loop carries at once.
+constexpr int kDefaultPipeline = 4;
+constexpr int kMaxPipeline = 64;
 // Distinct SQL texts one pool keeps routes for: dynamic SQL past this is
 // refused (the server side is bounded by the statement cache).
 constexpr size_t kMaxStatements = 1024;
 
+// Finds a statement's route by the SQL text as Lua holds it, without
+// copying it into a key first (C++20 heterogeneous lookup).
+struct SqlHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view sql) const {
+    return std::hash<std::string_view>{}(sql);
+  }
+};
+
 // One worker's pool, made at a script's top level (nothing connects then:
 // connections open with the first query).
 struct LuaPgPool {
-  LuaPgPool(const std::string& dsn, int size, WorkerHome* home)
-      : pool(dsn, postgres::RedactConninfo(dsn), "lua", size, home) {}
+  LuaPgPool(const std::string& dsn, int size, int pipeline, WorkerHome* home)
+      : pool(dsn, postgres::RedactConninfo(dsn), "lua", size, home, pipeline) {}
   postgres::PgPool pool;
   // What each SQL text's exchanges read (outlives them: the pool object is
   // on the stack of every coroutine that queries it).
-  std::unordered_map<std::string, std::unique_ptr<postgres::PgRoute>> routes;
+  std::unordered_map<std::string, std::unique_ptr<postgres::PgRoute>, SqlHash,
+                     std::equal_to<>>
+      routes;
 };
 
 LuaPgPool& Checked(lua_State* L) {
   return **static_cast<LuaPgPool**>(luaL_checkudata(L, 1, kMeta));
 }
 
-// gearbox.postgres{ dsn = "...", pool = N } -> pool
+// gearbox.postgres{ dsn = "...", pool = N, pipeline = M } -> pool
 int NewPool(lua_State* L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_getfield(L, 1, "dsn");
@@ -54,8 +71,15 @@ int NewPool(lua_State* L) {
   if (size < 1 || size > 1024) {
     return luaL_error(L, "gearbox.postgres: pool %d is not in 1..1024", size);
   }
+  lua_getfield(L, 1, "pipeline");
+  const int pipeline =
+      static_cast<int>(luaL_optinteger(L, -1, kDefaultPipeline));
+  if (pipeline < 1 || pipeline > kMaxPipeline) {
+    return luaL_error(L, "gearbox.postgres: pipeline %d is not in 1..%d",
+                      pipeline, kMaxPipeline);
+  }
   auto** box = static_cast<LuaPgPool**>(lua_newuserdata(L, sizeof(LuaPgPool*)));
-  *box = new LuaPgPool(dsn, size, HostOf(L).home);
+  *box = new LuaPgPool(dsn, size, pipeline, HostOf(L).home);
   luaL_getmetatable(L, kMeta);
   lua_setmetatable(L, -2);
   return 1;
@@ -95,7 +119,7 @@ int Query(lua_State* L) {
     if (!v) return luaL_argerror(L, i, "a string or a number");
     values.emplace_back(v, vlen);
   }
-  std::string key(sql, len);
+  const std::string_view key(sql, len);
   auto it = pool.routes.find(key);
   if (it == pool.routes.end()) {
     if (pool.routes.size() >= kMaxStatements) {
@@ -106,7 +130,7 @@ int Query(lua_State* L) {
     auto route = std::make_unique<postgres::PgRoute>();
     route->query = key;
     route->check_budget = false;
-    it = pool.routes.emplace(std::move(key), std::move(route)).first;
+    it = pool.routes.emplace(std::string(key), std::move(route)).first;
   }
   it->second->nparams = static_cast<int>(values.size());
   ctx.sub_response.Reset();

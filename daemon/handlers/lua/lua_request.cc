@@ -226,8 +226,9 @@ void RequestSource::Keep(lua_State* L) {
     body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     body = {};
   }
-  const std::string_view client = Client();
-  size_t size = method.size() + path.size() + query.size() + client.size();
+  const Request& live = *request_;
+  size_t size =
+      method.size() + path.size() + query.size() + live.remote_addr.size();
   for (const Header& h : headers) size += h.name.size() + h.value.size();
   for (const PathParam& p : params) size += p.value.size();
   bytes_.reserve(size);  // exact: the views below never move
@@ -239,14 +240,15 @@ void RequestSource::Keep(lua_State* L) {
   method = keep(method);
   path = keep(path);
   query = keep(query);
-  client_ = keep(client);
-  request_ = nullptr;
-  headers_.assign(headers.begin(), headers.end());
-  for (Header& h : headers_) {
+  kept_.SetOrigin(live.origin);  // its views are the generation's config
+  kept_.remote_addr = keep(live.remote_addr);
+  kept_.headers.assign(headers.begin(), headers.end());
+  for (Header& h : kept_.headers) {
     h.name = keep(h.name);
     h.value = keep(h.value);
   }
-  headers = headers_;
+  request_ = &kept_;
+  headers = kept_.headers;
   // A capture's name views the route's pattern, valid for the generation.
   params_.assign(params.begin(), params.end());
   for (PathParam& p : params_) p.value = keep(p.value);

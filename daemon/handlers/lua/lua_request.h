@@ -35,10 +35,8 @@ class RequestSource {
   void Release(lua_State* L);
 
   // The client's address as text; "" when unknown. Computed on demand
-  // while the request is live (formatting it costs more than the rest).
-  std::string_view Client() const {
-    return request_ ? request_->Client() : client_;
-  }
+  // (formatting it costs more than the rest), after Keep from the kept copy.
+  std::string_view Client() const { return request_->Client(); }
 
   std::string_view method, path, query, body;
   std::span<const Header> headers;
@@ -46,10 +44,11 @@ class RequestSource {
   int body_ref = LUA_NOREF;  // the kept body, when Keep made one
 
  private:
-  const Request* request_ = nullptr;  // until Keep
-  std::string_view client_;
+  const Request* request_ = nullptr;  // the request, then kept_
+  // After Keep: what Request::Client() reads (origin, headers, remote_addr),
+  // viewing bytes_.
+  Request kept_;
   std::string bytes_;
-  std::vector<Header> headers_;
   std::vector<PathParam> params_;
 };
 

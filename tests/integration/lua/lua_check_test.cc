@@ -100,5 +100,28 @@ TEST(LuaCheckTest, MissingScriptAndWrongShape) {
       << check.output;
 }
 
+// gearbox.postgres's sizes are checked when the script loads (nothing
+// connects then): a pipeline outside the postgres handler's 1..64 is a -t
+// error naming the line.
+TEST(LuaCheckTest, PostgresPipelineOutOfRange) {
+  const std::string script = TestTempDir() + "/pipeline.lua";
+  std::ofstream(script)
+      << "local db = gearbox.postgres{ dsn = \"host=/nonexistent\", pool = 2,\n"
+         "                             pipeline = 65 }\n"
+         "return function() return 200, \"x\" end\n";
+  Check check = RunCheck(Config(script));
+  EXPECT_EQ(check.exit_code, 2) << check.output;
+  EXPECT_NE(check.output.find(
+                script + ":1: gearbox.postgres: pipeline 65 is not in 1..64"),
+            std::string::npos)
+      << check.output;
+  std::ofstream(script, std::ios::trunc)
+      << "local db = gearbox.postgres{ dsn = \"host=/nonexistent\", pool = 2,\n"
+         "                             pipeline = 1 }\n"
+         "return function() return 200, \"x\" end\n";
+  check = RunCheck(Config(script));
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
 }  // namespace
 }  // namespace gearbox::testing
