@@ -15,6 +15,9 @@ struct Response {
   std::string extra_headers;
   bool close =
       false;  // ask the codec to close the connection after this response
+  // The handler failed (a Lua runtime error, a module's malformed answer):
+  // counted per route as handler_errors, whatever the status says.
+  bool handler_error = false;
 
   void Reset() {
     status = 200;
@@ -22,6 +25,7 @@ struct Response {
     body.clear();
     extra_headers.clear();
     close = false;
+    handler_error = false;
   }
 };
 

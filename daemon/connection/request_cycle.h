@@ -127,14 +127,15 @@ inline std::unique_ptr<Exchange> BeginRequest(
   // a pool that grows under load would add such samples just when the
   // figures matter.
   RouteCounters& counters = stats.routes[route.id];
-  const uint64_t started = counters.started.load(std::memory_order_relaxed);
+  const uint32_t started = counters.started.load(std::memory_order_relaxed);
   counters.started.store(started + 1, std::memory_order_relaxed);
-  const uint64_t last = counters.last_sample_us.load(std::memory_order_relaxed);
+  const uint32_t now_low = static_cast<uint32_t>(timing.start_us);
+  const uint32_t last = counters.last_sample_us.load(std::memory_order_relaxed);
   timing.cpu_sampled =
       started > 0 && (started % kCpuSampleEvery == 1 ||
-                      timing.start_us - last >= kCpuSampleMaxGapUs);
+                      uint32_t(now_low - last) >= kCpuSampleMaxGapUs);
   if (timing.cpu_sampled) {
-    counters.last_sample_us.store(timing.start_us, std::memory_order_relaxed);
+    counters.last_sample_us.store(now_low, std::memory_order_relaxed);
     timing.cpu_mark_ns = ThreadCpuNanos();
   }
   timing.queue_us =
@@ -173,6 +174,7 @@ inline bool FinishRequest(const RequestCycle& cycle, ServerCodec& codec,
     Bump(route.cpu_ns, cpu);
     Bump(route.cpu_samples);
   }
+  if (response.handler_error) Bump(route.handler_errors);
   Bump(stats.requests);
   stats.CountStatus(response.status);
   RequestLeavesFlight(stats);

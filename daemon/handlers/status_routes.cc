@@ -105,9 +105,10 @@ void AppendRoutesJson(const RouteStatus& s, std::string& out) {
     const RouteTotals& t = s.totals[id];
     out += fmt::format(
         "{}{{\"route\":{},\"requests\":{},\"service_us\":{},\"queue_us\":{},"
-        "\"wait_us\":{},\"cpu_ns\":{},\"cpu_samples\":{}}}",
+        "\"wait_us\":{},\"cpu_ns\":{},\"cpu_samples\":{},\"handler_errors\":{}}"
+        "}",
         first ? "" : ",", JsonString(s.names[id]), t.requests, t.service_us,
-        t.queue_us, t.wait_us, t.cpu_ns, t.cpu_samples);
+        t.queue_us, t.wait_us, t.cpu_ns, t.cpu_samples, t.handler_errors);
     first = false;
   }
   out += fmt::format("],\"window\":{{\"seconds\":{:.3f},\"workers\":{},",
@@ -154,11 +155,12 @@ void AppendRoutesText(const RouteStatus& s, std::string& out) {
     const RouteTotals& w = s.window.routes[id];
     out += fmt::format(
         "route: name={} requests={} service_us={} queue_us={} wait_us={} "
-        "cpu_ns={} cpu_samples={} w_requests={} w_service_us={} w_queue_us={} "
-        "w_wait_us={} w_cpu_ns={} w_cpu_samples={}\n",
+        "cpu_ns={} cpu_samples={} handler_errors={} w_requests={} "
+        "w_service_us={} w_queue_us={} w_wait_us={} w_cpu_ns={} "
+        "w_cpu_samples={}\n",
         LogQuote(s.names[id]), t.requests, t.service_us, t.queue_us, t.wait_us,
-        t.cpu_ns, t.cpu_samples, w.requests, w.service_us, w.queue_us,
-        w.wait_us, w.cpu_ns, w.cpu_samples);
+        t.cpu_ns, t.cpu_samples, t.handler_errors, w.requests, w.service_us,
+        w.queue_us, w.wait_us, w.cpu_ns, w.cpu_samples);
   }
   if (!s.advice) {
     out += "advice: none (no stats interval completed yet)\n";
@@ -193,6 +195,12 @@ void AppendRoutesOpenMetrics(const RouteStatus& s, std::string& out) {
        }},
       {"route_cpu_samples", "Requests whose CPU time was sampled.",
        [](const RouteTotals& t) { return static_cast<double>(t.cpu_samples); }},
+      {"route_handler_errors",
+       "Requests the handler failed (a Lua runtime error, a module's "
+       "malformed answer), answered 500.",
+       [](const RouteTotals& t) {
+         return static_cast<double>(t.handler_errors);
+       }},
   };
   for (const Family& f : kFamilies) {
     out += fmt::format("# TYPE gearbox_{} counter\n# HELP gearbox_{} {}\n",

@@ -146,6 +146,7 @@ void RouteTotals::Add(const RouteCounters& c) {
   wait_us += c.wait_us.load(r);
   cpu_ns += c.cpu_ns.load(r);
   cpu_samples += c.cpu_samples.load(r);
+  handler_errors += c.handler_errors.load(r);
 }
 
 RouteTotals RouteTotals::Since(const RouteTotals& earlier) const {
@@ -157,6 +158,7 @@ RouteTotals RouteTotals::Since(const RouteTotals& earlier) const {
   d.wait_us = minus(wait_us, earlier.wait_us);
   d.cpu_ns = minus(cpu_ns, earlier.cpu_ns);
   d.cpu_samples = minus(cpu_samples, earlier.cpu_samples);
+  d.handler_errors = minus(handler_errors, earlier.handler_errors);
   return d;
 }
 

@@ -55,21 +55,31 @@ inline constexpr uint64_t kCpuSampleMaxGapUs = 1000000;
 // slot). Sums, not histograms: the advisor needs means (Little's law), and a
 // histogram per route per worker would cost 2.4 KiB each.
 struct alignas(64) RouteCounters {
-  std::atomic<uint64_t> started{0};      // requests begun (drives CPU sampling)
+  // Requests begun, wrapping (drives CPU sampling; 2^32 is a multiple of
+  // kCpuSampleEvery, so the stride goes on across the wrap). Its writer's.
+  std::atomic<uint32_t> started{0};
+  // The low 32 bits of the start (us) of the last sampled request: the gap
+  // is taken modulo 2^32, right for gaps under 71 minutes (a longer one may
+  // delay the next forced sample to the stride's). Its writer's.
+  std::atomic<uint32_t> last_sample_us{0};
   std::atomic<uint64_t> requests{0};     // requests answered
   std::atomic<uint64_t> service_us{0};   // handler start -> response serialized
   std::atomic<uint64_t> queue_us{0};     // connection ready -> handler start
   std::atomic<uint64_t> wait_us{0};      // parked in handler waits
   std::atomic<uint64_t> cpu_ns{0};       // thread CPU time of sampled requests
   std::atomic<uint64_t> cpu_samples{0};  // requests whose CPU time was read
-  std::atomic<uint64_t> last_sample_us{0};  // start of the last sampled one
+  // Requests the handler failed (Response::handler_error): a Lua runtime
+  // error, a module's malformed answer or failed start.
+  std::atomic<uint64_t> handler_errors{0};
 };
 static_assert(sizeof(RouteCounters) == 64, "one cache line per route");
 
 // Plain values of RouteCounters: totals over slots, or one interval's delta.
+// handler_errors is a total only: the window and the history (the advisor's
+// figures) carry the other six.
 struct RouteTotals {
   uint64_t requests = 0, service_us = 0, queue_us = 0, wait_us = 0, cpu_ns = 0,
-           cpu_samples = 0;
+           cpu_samples = 0, handler_errors = 0;
   void Add(const RouteCounters& c);
   RouteTotals Since(const RouteTotals& earlier) const;
 };

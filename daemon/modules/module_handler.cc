@@ -68,6 +68,7 @@ class ModuleExchange final : public Exchange {
     response.Reset();
     response.status = 500;
     response.body = "internal error\n";
+    response.handler_error = true;
     return Step::Done();
   }
 
@@ -144,6 +145,7 @@ class ModuleHandler final : public Handler {
       return Immediately([](Response& response) {
         response.status = 500;
         response.body = "internal error\n";
+        response.handler_error = true;
       });
     }
     return std::make_unique<ModuleExchange>(library_, state);

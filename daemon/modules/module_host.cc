@@ -205,6 +205,7 @@ void SetStatus(gearbox_response* r, int status) {
     LogError("module_bad_status", "module={} status={} msg=\"answering 500\"",
              r->module, status);
     status = 500;
+    r->response->handler_error = true;
   }
   r->response->status = status;
 }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -326,6 +327,16 @@ std::string StatusJson(int port) {
   HttpResponse r = Exchange(port, GetRequest("/status"), kIoTimeout);
   if (!r.error.empty() || r.status != 200) return "";
   return r.body;
+}
+
+long long FigureAfter(const std::string& text, const std::string& opener,
+                      const std::string& key, char closer) {
+  const size_t at = text.find(opener);
+  if (at == std::string::npos) return -1;
+  const size_t end = text.find(closer, at);
+  const size_t k = text.find(key, at);
+  if (k == std::string::npos || k > end) return -1;
+  return atoll(text.c_str() + k + key.size());
 }
 
 std::string DescribeWaitStatus(int status) {

@@ -174,4 +174,10 @@ std::string GetRequest(std::string_view target, std::string_view extra = {});
 // GET /status (JSON) on a fresh connection; "" on any failure.
 std::string StatusJson(int port);
 
+// The number after `key` in `text`, looked for from the first `opener` up to
+// the next `closer` (a /status row: FigureAfter(json, "{\"route\":\"/app\"",
+// "\"handler_errors\":", '}')); -1 when absent.
+long long FigureAfter(const std::string& text, const std::string& opener,
+                      const std::string& key, char closer = '\n');
+
 }  // namespace gearbox::testing

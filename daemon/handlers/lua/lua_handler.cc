@@ -54,6 +54,7 @@ class LuaRequestExchange final : public lua::Coroutine {
     response.Reset();
     response.status = 500;
     response.body = "internal server error\n";
+    response.handler_error = true;
   }
 
   Runtime* const runtime_;

@@ -229,6 +229,24 @@ TEST_F(LuaTest, RuntimeErrorIs500WithScriptLineInTheLog) {
   EXPECT_NE(daemon_->Log().find("stack traceback"), std::string::npos);
   EXPECT_EQ(Get("/app?do=badstatus").status, 500);
   EXPECT_EQ(Get("/app").status, 200) << "the worker's state stays healthy";
+  // Both failures counted on their route, in every /status format (the
+  // workers' counts meet in the shared region); none on the other route.
+  EXPECT_EQ(Get("/short").status, 200);
+  const std::string json = Get("/status").body;
+  EXPECT_EQ(
+      FigureAfter(json, "{\"route\":\"/app\"", "\"handler_errors\":", '}'), 2)
+      << json;
+  EXPECT_EQ(
+      FigureAfter(json, "{\"route\":\"/short\"", "\"handler_errors\":", '}'), 0)
+      << json;
+  const std::string text = Get("/status?format=text").body;
+  EXPECT_EQ(FigureAfter(text, "route: name=/app ", " handler_errors="), 2)
+      << text;
+  const std::string om = Get("/status?format=openmetrics").body;
+  EXPECT_EQ(FigureAfter(
+                om, "gearbox_route_handler_errors_total{route=\"/app\"}", "} "),
+            2)
+      << om;
 }
 
 TEST_F(LuaTest, MemoryCapIs500AndTheDaemonStaysHealthy) {

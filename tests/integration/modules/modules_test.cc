@@ -161,6 +161,27 @@ TEST_F(ModuleTest, ModuleSeesTheRequestAndSetsTheResponse) {
   EXPECT_NE(r.body.find("wakes=start\n"), std::string::npos) << r.body;
 }
 
+// A status out of range is the module's bug: 500, counted on its route as a
+// handler error in /status; a 500 the module chooses is not one.
+TEST_F(ModuleTest, AStatusOutOfRangeIsAHandlerErrorOnItsRoute) {
+  ASSERT_NO_FATAL_FAILURE(StartWith(ProbeSections()));
+  EXPECT_EQ(Exchange(port(), GetRequest("/probe?status=42")).status, 500);
+  EXPECT_EQ(Exchange(port(), GetRequest("/probe?status=500")).status, 500);
+  EXPECT_EQ(Exchange(port(), GetRequest("/probe")).status, 200);
+  const std::string json = StatusJson(port());
+  EXPECT_EQ(FigureAfter(json, "{\"route\":\"/probe\"", "\"requests\":", '}'), 3)
+      << json;
+  EXPECT_EQ(
+      FigureAfter(json, "{\"route\":\"/probe\"", "\"handler_errors\":", '}'), 1)
+      << json;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return daemon_->Log().find("event=module_bad_status") !=
+               std::string::npos;
+      },
+      Millis(5000)));
+}
+
 // Every kind of wait works under every model.
 TEST_F(ModuleTest, EveryKindOfWait) {
   ASSERT_NO_FATAL_FAILURE(StartWith(ProbeSections()));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,18 @@ namespace gearbox {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Answers every request with `fn`.
+class FnHandler final : public Handler {
+ public:
+  explicit FnHandler(std::function<void(Response&)> fn) : fn_(std::move(fn)) {}
+  std::unique_ptr<Exchange> Start(const Request&) override {
+    return Immediately(fn_);
+  }
+
+ private:
+  std::function<void(Response&)> fn_;
+};
 
 class RouteAccountingTest : public ::testing::Test {
  protected:
@@ -126,6 +139,45 @@ TEST_F(RouteAccountingTest, CpuIsSampledOneInNPerRoute) {
   EXPECT_EQ(route(kOther).cpu_samples.load(), 0u);
   Get(*c, "/nope");
   EXPECT_EQ(route(kOther).cpu_samples.load(), 1u);
+}
+
+// The forced sample a second after the last one works on the low 32 bits of
+// the microsecond clock: across their wrap too.
+TEST_F(RouteAccountingTest, TheOneASecondSampleSurvivesTheClockWrap) {
+  now_ = Clock::time_point(std::chrono::microseconds((uint64_t{1} << 32) - 1));
+  auto c = Open();
+  Get(*c, "/hello");  // warm-up
+  Get(*c, "/hello");  // the stride's first sample, just before the wrap
+  ASSERT_EQ(route(0).cpu_samples.load(), 1u);
+  now_ += milliseconds(500);  // past the wrap, within the second
+  Get(*c, "/hello");
+  EXPECT_EQ(route(0).cpu_samples.load(), 1u);
+  now_ += milliseconds(600);  // a second and more after the sample
+  Get(*c, "/hello");
+  EXPECT_EQ(route(0).cpu_samples.load(), 2u);
+}
+
+// A handler that fails (Response::handler_error: a Lua runtime error, a
+// module's malformed answer) is counted on its route; other answers, 500s
+// of the handler's own choosing included, are not.
+TEST_F(RouteAccountingTest, HandlerErrorsCountOnTheirRoute) {
+  router_->Add("/fails", std::make_unique<FnHandler>([](Response& r) {
+                 r.status = 500;
+                 r.handler_error = true;
+               }));
+  router_->Add("/chooses500", std::make_unique<FnHandler>(
+                                  [](Response& r) { r.status = 500; }));
+  auto c = Open();
+  Get(*c, "/fails");
+  Get(*c, "/fails");
+  Get(*c, "/chooses500");
+  Get(*c, "/hello");
+  EXPECT_EQ(route(kOther).requests.load(), 3u);  // Add()ed: "(other)"
+  EXPECT_EQ(route(kOther).handler_errors.load(), 2u);
+  EXPECT_EQ(route(0).handler_errors.load(), 0u)
+      << "the flag does not outlive its request (/hello came after)";
+  const std::vector<RouteTotals> sum = stats_->SumRoutes();
+  EXPECT_EQ(sum[kOther].handler_errors, 2u);
 }
 
 // Every route of a config counts under its own id, however many there are:
