@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The client's address over FastCGI, end to end under the model given as $1: the
+# real gearboxd with two FastCGI listeners, a unix socket (a trusted peer: the
+# packaged nginx) and 127.0.0.1 on port 0 (an untrusted peer here:
+# trusted_proxies = ["unix"]), serving the contract test module, whose
+# ?do=request answer shows the client address the module reads. cgi-fcgi sends
+# REMOTE_ADDR and REMOTE_PORT as nginx's fastcgi_params does.
+#   from the trusted peer: REMOTE_ADDR is the client (IPv4, IPv6), REMOTE_PORT
+#     and the client's own X-Forwarded-For change nothing; a REMOTE_ADDR that is
+#     not an address is ignored (a unix peer has no address of its own: "");
+#   from the untrusted peer: REMOTE_ADDR is only a claim; the peer is the client.
+# Bounded: the socket wait, every cgi-fcgi call (timeout 10), the stop.
+set -euo pipefail
+
+MODEL="${1:?usage: client_address_test.sh MODEL}"
+RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}"
+GEARBOXD="$RUNFILES/daemon/gearboxd"
+[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
+MODULE="$RUNFILES/tests/modules/libcontract.so"
+[[ -f "$MODULE" ]] || MODULE="$PWD/tests/modules/libcontract.so"
+
+fail() {
+  echo "FAIL [$MODEL]: $*" >&2
+  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
+    echo "--- gearboxd log ---" >&2
+    tail -30 "$LOG" >&2
+  fi
+  exit 1
+}
+set -E
+trap 'fail "line $LINENO: a command failed"' ERR
+
+command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not found: apt-get install libfcgi-bin"
+[[ -f "$MODULE" ]] || fail "libcontract.so not found in the runfiles"
+
+# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
+WORK="${TEST_TMPDIR:-/tmp}/fcgi-client"
+OWN_WORK=""
+if (( ${#WORK} > 80 )); then
+  WORK="$(mktemp -d /tmp/gearbox-fcgi-client.XXXXXX)"
+  OWN_WORK="$WORK"
+fi
+mkdir -p "$WORK"
+SOCK="$WORK/fcgi.sock"
+CONF="$WORK/gearbox.toml"
+LOG="$WORK/gearboxd.log"
+rm -f "$SOCK"
+
+cat >"$CONF" <<EOF
+[server]
+model = "$MODEL"
+graceful_timeout = "5s"
+trusted_proxies = ["unix"]
+
+[[listen]]
+address = "unix:$SOCK"
+protocol = "fastcgi"
+name = "fcgi-unix"
+
+[[listen]]
+address = "127.0.0.1:0"
+protocol = "fastcgi"
+name = "fcgi-tcp"
+
+[threadpool]
+threads = 2
+
+[prefork]
+workers = 2
+
+[async]
+loops = 1
+
+[[module]]
+name = "contract"
+path = "$MODULE"
+
+[[route]]
+path = "/c"
+handler = "contract"
+label = "client"
+EOF
+
+"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
+"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
+PID=$!
+
+cleanup() {
+  if kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null || true
+    for _ in $(seq 100); do
+      kill -0 "$PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
+  fi
+  [[ -n "$OWN_WORK" ]] && rm -rf "$OWN_WORK"
+  return 0
+}
+trap cleanup EXIT
+
+# The TCP listener's port, from its `event=listening ... bound=127.0.0.1:N` line.
+TCP=""
+for _ in $(seq 100); do
+  TCP="$(sed -n 's/.*event=listening name=fcgi-tcp .*bound=\(127\.0\.0\.1:[0-9]*\).*/\1/p' "$LOG" | head -n 1)"
+  [[ -S "$SOCK" && -n "$TCP" ]] && break
+  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
+  sleep 0.1
+done
+[[ -S "$SOCK" && -n "$TCP" ]] || fail "no listeners after 10s"
+
+# The body of GET /c?do=request through `where` (a socket path or host:port),
+# with the extra VAR=VALUE params given.
+ask() {
+  local where="$1" out
+  shift
+  out="$(env -i REQUEST_METHOD=GET REQUEST_URI="/c?do=request" \
+    QUERY_STRING=do=request SERVER_PROTOCOL=HTTP/1.1 "$@" \
+    timeout 10 cgi-fcgi -bind -connect "$where")" || true
+  sed '1,/^\r$/d' <<<"$out"
+}
+expect_client() {  # what, where, expected client, VAR=VALUE...
+  local what="$1" where="$2" want="$3" body
+  shift 3
+  body="$(ask "$where" "$@")"
+  [[ "$body" == *" client=$want captures="* ]] ||
+    fail "$what: expected client=$want, got [$body]"
+  [[ "$body" == *"protocol=fastcgi"* ]] || fail "$what: not over FastCGI: [$body]"
+}
+
+expect_client "trusted peer, IPv4" "$SOCK" "203.0.113.20" \
+  REMOTE_ADDR=203.0.113.20 REMOTE_PORT=51234
+expect_client "trusted peer, IPv6" "$SOCK" "2001:db8::7" \
+  REMOTE_ADDR=2001:db8::7 REMOTE_PORT=443
+expect_client "the client's own X-Forwarded-For is not used" "$SOCK" \
+  "203.0.113.20" REMOTE_ADDR=203.0.113.20 REMOTE_PORT=51234 \
+  HTTP_X_FORWARDED_FOR=198.51.100.9 HTTP_X_REAL_IP=198.51.100.10
+expect_client "a REMOTE_ADDR that is not an address" "$SOCK" "" \
+  REMOTE_ADDR=not-an-address REMOTE_PORT=1
+expect_client "no REMOTE_ADDR" "$SOCK" ""
+[[ "$(ask "$SOCK" REMOTE_ADDR=203.0.113.20)" == *"listener=fcgi-unix "* ]] ||
+  fail "the unix listener's name"
+
+expect_client "untrusted peer: REMOTE_ADDR is only a claim" "$TCP" "127.0.0.1" \
+  REMOTE_ADDR=203.0.113.20 REMOTE_PORT=51234
+[[ "$(ask "$TCP" REMOTE_ADDR=203.0.113.20)" == *"listener=fcgi-tcp "* ]] ||
+  fail "the TCP listener's name"
+
+kill -0 "$PID" 2>/dev/null || fail "gearboxd died"
+echo "PASS [$MODEL]: the FastCGI client address reaches the module"
