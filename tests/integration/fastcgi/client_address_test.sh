@@ -3,8 +3,9 @@
 # real gearboxd with two FastCGI listeners, a unix socket (a trusted peer: the
 # packaged nginx) and 127.0.0.1 on port 0 (an untrusted peer here:
 # trusted_proxies = ["unix"]), serving the contract test module, whose
-# ?do=request answer shows the client address the module reads. cgi-fcgi sends
-# REMOTE_ADDR and REMOTE_PORT as nginx's fastcgi_params does.
+# ?do=request answer shows the client address the module reads, and a Lua
+# script answering req.client. cgi-fcgi sends REMOTE_ADDR and REMOTE_PORT as
+# nginx's fastcgi_params does.
 #   from the trusted peer: REMOTE_ADDR is the client (IPv4, IPv6), REMOTE_PORT
 #     and the client's own X-Forwarded-For change nothing; a REMOTE_ADDR that is
 #     not an address is ignored (a unix peer has no address of its own: "");
@@ -18,6 +19,7 @@ GEARBOXD="$RUNFILES/daemon/gearboxd"
 [[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
 MODULE="$RUNFILES/tests/modules/libcontract.so"
 [[ -f "$MODULE" ]] || MODULE="$PWD/tests/modules/libcontract.so"
+SCRIPT="$(realpath "$(dirname "$0")/client.lua")"
 
 fail() {
   echo "FAIL [$MODEL]: $*" >&2
@@ -79,6 +81,11 @@ path = "$MODULE"
 path = "/c"
 handler = "contract"
 label = "client"
+
+[[route]]
+path = "/l"
+handler = "lua"
+script = "$SCRIPT"
 EOF
 
 "$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
@@ -109,16 +116,19 @@ for _ in $(seq 100); do
 done
 [[ -S "$SOCK" && -n "$TCP" ]] || fail "no listeners after 10s"
 
-# The body of GET /c?do=request through `where` (a socket path or host:port),
-# with the extra VAR=VALUE params given.
-ask() {
-  local where="$1" out
-  shift
-  out="$(env -i REQUEST_METHOD=GET REQUEST_URI="/c?do=request" \
-    QUERY_STRING=do=request SERVER_PROTOCOL=HTTP/1.1 "$@" \
+# The body of GET `uri` through `where` (a socket path or host:port), with the
+# extra VAR=VALUE params given.
+ask_uri() {
+  local uri="$1" where="$2" out
+  shift 2
+  out="$(env -i REQUEST_METHOD=GET REQUEST_URI="$uri" \
+    QUERY_STRING="${uri#*\?}" SERVER_PROTOCOL=HTTP/1.1 "$@" \
     timeout 10 cgi-fcgi -bind -connect "$where")" || true
   sed '1,/^\r$/d' <<<"$out"
 }
+ask() { ask_uri "/c?do=request" "$@"; }
+# The module's and the Lua handler's view of the client must both be `want`
+# ("" when unknown: the module's empty client_address, Lua's nil req.client).
 expect_client() {  # what, where, expected client, VAR=VALUE...
   local what="$1" where="$2" want="$3" body
   shift 3
@@ -126,6 +136,9 @@ expect_client() {  # what, where, expected client, VAR=VALUE...
   [[ "$body" == *" client=$want captures="* ]] ||
     fail "$what: expected client=$want, got [$body]"
   [[ "$body" == *"protocol=fastcgi"* ]] || fail "$what: not over FastCGI: [$body]"
+  body="$(ask_uri /l "$where" "$@")"
+  [[ "$body" == "client=${want:-nil}" ]] ||
+    fail "$what (lua): expected client=${want:-nil}, got [$body]"
 }
 
 expect_client "trusted peer, IPv4" "$SOCK" "203.0.113.20" \
@@ -147,4 +160,4 @@ expect_client "untrusted peer: REMOTE_ADDR is only a claim" "$TCP" "127.0.0.1" \
   fail "the TCP listener's name"
 
 kill -0 "$PID" 2>/dev/null || fail "gearboxd died"
-echo "PASS [$MODEL]: the FastCGI client address reaches the module"
+echo "PASS [$MODEL]: the FastCGI client address reaches the module and Lua"
