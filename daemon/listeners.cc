@@ -33,81 +33,112 @@ int SoMaxConn() {
   return (f >> n) ? n : 0;
 }
 
-std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
-  Listener l;
-  l.protocol = lc.protocol;
-  l.name = lc.name;
-  l.address = lc.address;
-  sockaddr_storage ss{};
+// A resolved [[listen]] address, ready for socket() and bind().
+struct SocketAddress {
+  sockaddr_storage storage{};
   socklen_t len = 0;
-  std::string_view a = lc.address;
   int family = AF_INET;
-  if (a.substr(0, 5) == "unix:") {
-    std::string path(a.substr(5));
-    auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
-    sun->sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sun->sun_path))
-      return "unix path too long: " + path;
-    memcpy(sun->sun_path, path.data(), path.size());
-    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
-                                 1);
-    family = AF_UNIX;
-    // A stale socket file from a previous run would make bind() fail.
-    struct stat st;
-    if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
-      unlink(path.c_str());
-  } else {
-    size_t colon = a.rfind(':');
-    std::string host(a.substr(0, colon));
-    int port = atoi(std::string(a.substr(colon + 1)).c_str());
-    if (!host.empty() && host.front() == '[') {
-      host = host.substr(1, host.size() - 2);
-      auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
-      s6->sin6_family = AF_INET6;
-      s6->sin6_port = htons(static_cast<uint16_t>(port));
-      if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) != 1)
-        return "bad IPv6 address: " + lc.address;
-      len = sizeof(*s6);
-      family = AF_INET6;
-    } else {
-      auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
-      s4->sin_family = AF_INET;
-      s4->sin_port = htons(static_cast<uint16_t>(port));
-      if (host == "*" || host.empty()) host = "0.0.0.0";
-      if (host == "localhost") host = "127.0.0.1";
-      if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) != 1)
-        return "bad IPv4 address: " + lc.address;
-      len = sizeof(*s4);
-    }
+};
+
+// "unix:/path": a stale socket file from a previous run would make bind()
+// fail, so it is removed here.
+std::variant<SocketAddress, std::string> UnixAddress(std::string_view path) {
+  SocketAddress sa;
+  auto* sun = reinterpret_cast<sockaddr_un*>(&sa.storage);
+  sun->sun_family = AF_UNIX;
+  if (path.size() >= sizeof(sun->sun_path))
+    return "unix path too long: " + std::string(path);
+  memcpy(sun->sun_path, path.data(), path.size());
+  sa.len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  sa.family = AF_UNIX;
+  struct stat st;
+  if (lstat(sun->sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
+    unlink(sun->sun_path);
+  return sa;
+}
+
+// "host:port", "[v6]:port", "*:port" or ":port" (all IPv4 interfaces).
+std::variant<SocketAddress, std::string> InetAddress(
+    const std::string& address) {
+  std::string_view a = address;
+  size_t colon = a.rfind(':');
+  std::string host(a.substr(0, colon));
+  int port = atoi(std::string(a.substr(colon + 1)).c_str());
+  SocketAddress sa;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&sa.storage);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) != 1)
+      return "bad IPv6 address: " + address;
+    sa.len = sizeof(*s6);
+    sa.family = AF_INET6;
+    return sa;
   }
-  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&sa.storage);
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(static_cast<uint16_t>(port));
+  if (host == "*" || host.empty()) host = "0.0.0.0";
+  if (host == "localhost") host = "127.0.0.1";
+  if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) != 1)
+    return "bad IPv4 address: " + address;
+  sa.len = sizeof(*s4);
+  return sa;
+}
+
+std::variant<SocketAddress, std::string> ResolveAddress(
+    const std::string& address) {
+  std::string_view a = address;
+  if (a.substr(0, 5) == "unix:") return UnixAddress(a.substr(5));
+  return InetAddress(address);
+}
+
+// Closes fd and returns the error of `call` on it, for the bind/listen steps.
+std::string CloseWithError(int fd, const char* call,
+                           const std::string& address) {
+  std::string e = Errno(std::string(call) + "(fd=" + std::to_string(fd) + ", " +
+                        address + ")");
+  close(fd);
+  return e;
+}
+
+// socket(), bind() and listen() on an address resolved from lc.
+std::variant<int, std::string> OpenListeningSocket(const ListenConfig& lc,
+                                                   const SocketAddress& sa) {
+  int fd = socket(sa.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Errno("socket(" + lc.address + ")");
   int one = 1;
-  if (family != AF_UNIX) {
+  if (sa.family != AF_UNIX) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (family == AF_INET6)
+    if (sa.family == AF_INET6)
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
   }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    std::string e =
-        Errno("bind(fd=" + std::to_string(fd) + ", " + lc.address + ")");
-    close(fd);
-    return e;
-  }
-  if (family == AF_UNIX) chmod(lc.address.c_str() + 5, lc.unix_mode);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa.storage), sa.len) != 0)
+    return CloseWithError(fd, "bind", lc.address);
+  if (sa.family == AF_UNIX) chmod(lc.address.c_str() + 5, lc.unix_mode);
   int somaxconn = SoMaxConn();
   if (somaxconn > 0 && lc.backlog > somaxconn) {
     LogWarn("listen_backlog_capped",
             "address={} backlog={} net.core.somaxconn={}", lc.address,
             lc.backlog, somaxconn);
   }
-  if (listen(fd, lc.backlog) != 0) {
-    std::string e =
-        Errno("listen(fd=" + std::to_string(fd) + ", " + lc.address + ")");
-    close(fd);
-    return e;
-  }
-  l.fd = fd;
+  if (listen(fd, lc.backlog) != 0)
+    return CloseWithError(fd, "listen", lc.address);
+  return fd;
+}
+
+std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
+  auto sa = ResolveAddress(lc.address);
+  if (auto* e = std::get_if<std::string>(&sa)) return *e;
+  auto fd = OpenListeningSocket(lc, std::get<SocketAddress>(sa));
+  if (auto* e = std::get_if<std::string>(&fd)) return *e;
+  Listener l;
+  l.protocol = lc.protocol;
+  l.name = lc.name;
+  l.address = lc.address;
+  l.fd = std::get<int>(fd);
   return l;
 }
 
