@@ -18,9 +18,65 @@ constexpr std::chrono::milliseconds kHandoffGrace{20};
 // holds at most kHeldPerChild + 1).
 constexpr size_t kMaxHeldPolled = 32;
 
+// The most waiting fds (listeners and the hand-back) polled.
+constexpr size_t kMaxWaitingPolled = 8;
+
 ReadWait FromWait(bool ready, bool interrupted) {
   if (interrupted) return ReadWait::kInterrupted;
   return ready ? ReadWait::kReadable : ReadWait::kTimedOut;
+}
+
+// What WaitIdle polls: [this connection, the held ones, the waiting fds].
+struct IdlePollSet {
+  pollfd fds[1 + kMaxHeldPolled + kMaxWaitingPolled];
+  size_t n = 0;
+  size_t first_waiting = 0;  // fds[1, first_waiting) are the held ones
+};
+
+IdlePollSet IdlePollSetFor(int fd, const PreforkPolicy::Options& o) {
+  IdlePollSet set;
+  set.fds[set.n++] = {fd, POLLIN, 0};
+  if (o.held) {
+    for (int held : o.held->fds())
+      if (set.n < 1 + kMaxHeldPolled) set.fds[set.n++] = {held, POLLIN, 0};
+  }
+  set.first_waiting = set.n;
+  for (size_t i = 0; i < o.waiting_fds.size() && i < kMaxWaitingPolled; ++i)
+    set.fds[set.n++] = {o.waiting_fds[i], POLLIN, 0};
+  return set;
+}
+
+// What one poll of an IdlePollSet saw besides this connection's bytes.
+IdleEvents ReadIdleEvents(const IdlePollSet& set, int handback_fd) {
+  IdleEvents e;
+  for (size_t i = 1; i < set.first_waiting && e.held < 0; ++i)
+    if (set.fds[i].revents) e.held = set.fds[i].fd;
+  for (size_t i = set.first_waiting; i < set.n; ++i) {
+    if (!(set.fds[i].revents & POLLIN)) continue;
+    e.waiting = true;
+    e.listener |= set.fds[i].fd != handback_fd;
+  }
+  return e;
+}
+
+// When an idle connection may be given up for a waiting client. A parked
+// connection stays open (the guard reads whatever the peer sends next), so
+// parking needs no grace; closing one does. The grace is staggered by slot so
+// that one waiting client makes one child (not all of them) give up its
+// connection.
+Clock::time_point HandoffAfter(const PreforkPolicy::Options& o, bool parking) {
+  if (parking) return Clock::now();
+  return Clock::now() + kHandoffGrace +
+         std::chrono::milliseconds(5 * std::min<size_t>(o.self_slot, 16));
+}
+
+// Looks again shortly at this connection and the held ones (the waiting fds
+// stay readable until a sibling takes the client): true when this one has
+// bytes.
+bool OwnReadableSoon(IdlePollSet& set, Clock::time_point until) {
+  return poll(set.fds, set.first_waiting, std::min(5, MillisUntil(until))) >
+             0 &&
+         set.fds[0].revents;
 }
 
 }  // namespace
@@ -99,36 +155,18 @@ void PreforkPolicy::WillWait() {
 }
 
 // Holds the connection, but gives a keep-alive one up when another client
-// waits, or when one of the connections the child holds has a request. The
-// grace is staggered by slot so that one waiting client makes one child (not
-// all of them) give up its connection.
+// waits, or when one of the connections the child holds has a request.
 ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
                                  Clock::time_point deadline) {
-  // [this connection, the held ones, the waiting fds]
-  pollfd fds[1 + kMaxHeldPolled + 8];
-  size_t n = 0;
-  fds[n++] = {c.fd, POLLIN, 0};
-  if (o_.held) {
-    for (int fd : o_.held->fds())
-      if (n < 1 + kMaxHeldPolled) fds[n++] = {fd, POLLIN, 0};
-  }
-  const size_t first_waiting = n;
-  for (size_t i = 0; i < o_.waiting_fds.size() && i < 8; ++i)
-    fds[n++] = {o_.waiting_fds[i], POLLIN, 0};
-  // A parked connection stays open (the guard reads whatever the peer sends
-  // next), so parking needs no grace; closing one does.
+  IdlePollSet set = IdlePollSetFor(c.fd, o_);
   const bool parking = Parking();
-  const Clock::time_point handoff_after =
-      parking ? Clock::now()
-              : Clock::now() + kHandoffGrace +
-                    std::chrono::milliseconds(
-                        5 * std::min<size_t>(o_.self_slot, 16));
+  const Clock::time_point handoff_after = HandoffAfter(o_, parking);
   for (;;) {
     // A held connection that times out makes this one give way too: the
     // child's loop expires it.
     const Clock::time_point until =
         o_.held ? std::min(deadline, o_.held->earliest()) : deadline;
-    int r = poll(fds, n, MillisUntil(until));
+    int r = poll(set.fds, set.n, MillisUntil(until));
     if (r < 0)
       return errno == EINTR ? ReadWait::kInterrupted : ReadWait::kError;
     if (r == 0) {
@@ -137,43 +175,35 @@ ReadWait PreforkPolicy::WaitIdle(BlockingConnection& c,
       if (Clock::now() >= deadline) return ReadWait::kTimedOut;
       return ReadWait::kPark;
     }
-    if (fds[0].revents) return ReadWait::kReadable;
-    int held = -1;  // the first held connection with a request
-    for (size_t i = 1; i < first_waiting && held < 0; ++i)
-      if (fds[i].revents) held = fds[i].fd;
-    bool waiting = false;   // this poll saw a client wait (no second poll)
-    bool listener = false;  // ... on a listener, not (only) the hand-back
-    for (size_t i = first_waiting; i < n; ++i) {
-      if (!(fds[i].revents & POLLIN)) continue;
-      waiting = true;
-      listener |= fds[i].fd != o_.handback_fd;
-    }
+    if (set.fds[0].revents) return ReadWait::kReadable;
+    const IdleEvents e = ReadIdleEvents(set, o_.handback_fd);
     // A free child will take the newcomer, or this connection has been idle
     // only briefly (the peer may be about to reuse it: closing now would race
     // its next request): keep it.
     const bool give_way =
-        waiting && !FreeSibling() && Clock::now() >= handoff_after;
-    if (held >= 0 && (held_turn_ || !give_way)) {
-      // The child serves the held connection next; this one is held.
-      ready_held_ = held;
-      held_turn_ = false;
-      return ReadWait::kPark;
-    }
-    if (give_way) {
-      // A new client is queued: hold this kept-alive connection (the child,
-      // or the guard, which holds it until its next request: Apache's event
-      // MPM idea, in processes), or without a guard close it.
-      held_turn_ = true;
-      gave_way_to_handback_ = !listener;
-      return parking ? ReadWait::kPark : ReadWait::kGiveUp;
-    }
-    // Look again shortly at this connection and the held ones (the waiting
-    // fds stay readable until a sibling takes the client).
-    if (poll(fds, first_waiting, std::min(5, MillisUntil(until))) > 0 &&
-        fds[0].revents)
-      return ReadWait::kReadable;
+        e.waiting && !FreeSibling() && Clock::now() >= handoff_after;
+    if (e.held >= 0 || give_way) return MakeWay(e, give_way, parking);
+    if (OwnReadableSoon(set, until)) return ReadWait::kReadable;
     if (Clock::now() >= deadline) return ReadWait::kTimedOut;
   }
+}
+
+// Either a held connection has a request or a new client is queued: this
+// idle connection makes way for one of them, in turns.
+ReadWait PreforkPolicy::MakeWay(const IdleEvents& e, bool give_way,
+                                bool parking) {
+  if (e.held >= 0 && (held_turn_ || !give_way)) {
+    // The child serves the held connection next; this one is held.
+    ready_held_ = e.held;
+    held_turn_ = false;
+    return ReadWait::kPark;
+  }
+  // A new client is queued: hold this kept-alive connection (the child, or
+  // the guard, which holds it until its next request: Apache's event MPM
+  // idea, in processes), or without a guard close it.
+  held_turn_ = true;
+  gave_way_to_handback_ = !e.listener;
+  return parking ? ReadWait::kPark : ReadWait::kGiveUp;
 }
 
 }  // namespace gearbox

@@ -13,6 +13,13 @@
 
 namespace gearbox {
 
+// What one poll of an idle connection's watch saw besides its own bytes.
+struct IdleEvents {
+  int held = -1;          // the first held connection with a request
+  bool waiting = false;   // a client waits on a listener or the hand-back
+  bool listener = false;  // ... on a listener, not (only) the hand-back
+};
+
 class PreforkPolicy final : public BlockingPolicy {
  public:
   struct Options {
@@ -66,6 +73,7 @@ class PreforkPolicy final : public BlockingPolicy {
 
  private:
   ReadWait WaitIdle(BlockingConnection& c, Clock::time_point deadline);
+  ReadWait MakeWay(const IdleEvents& e, bool give_way, bool parking);
   ReadWait WaitHead(BlockingConnection& c, Clock::time_point deadline);
   bool ListenerPending() const;
   bool FreeSibling() const;
