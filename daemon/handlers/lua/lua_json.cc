@@ -38,57 +38,33 @@ int ArrayLength(lua_State* L, int i) {
   return keys == n ? n : -1;
 }
 
-// Writes the value at stack index i; an error message on failure.
-const char* Encode(lua_State* L, int i, Writer& w, int depth) {
-  switch (lua_type(L, i)) {
-    case LUA_TNIL:
-      w.Null();
-      return nullptr;
-    case LUA_TBOOLEAN:
-      w.Bool(lua_toboolean(L, i));
-      return nullptr;
-    case LUA_TNUMBER: {
-      const double d = lua_tonumber(L, i);
-      if (!std::isfinite(d)) return "cannot encode NaN or infinity";
-      if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0) {
-        w.Int64(static_cast<int64_t>(d));
-      } else {
-        w.Double(d);
-      }
-      return nullptr;
-    }
-    case LUA_TSTRING: {
-      size_t len;
-      const char* s = lua_tolstring(L, i, &len);
-      w.String(s, static_cast<rapidjson::SizeType>(len));
-      return nullptr;
-    }
-    case LUA_TLIGHTUSERDATA:
-      if (IsNull(L, i)) {
-        w.Null();
-        return nullptr;
-      }
-      break;
-    case LUA_TTABLE:
-      break;
-    default:
-      return "cannot encode a value of this type";
+const char* Encode(lua_State* L, int i, Writer& w, int depth);
+
+// An integral number within a double's exact range is written as an integer.
+const char* EncodeNumber(double d, Writer& w) {
+  if (!std::isfinite(d)) return "cannot encode NaN or infinity";
+  if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0) {
+    w.Int64(static_cast<int64_t>(d));
+  } else {
+    w.Double(d);
   }
-  if (!lua_istable(L, i)) return "cannot encode a value of this type";
-  if (depth >= kMaxDepth) return "nested too deep (a cycle?)";
-  luaL_checkstack(L, 4, "gearbox.json.encode");
-  const int n = ArrayLength(L, i);
-  if (n >= 0) {
-    w.StartArray();
-    for (int k = 1; k <= n; ++k) {
-      lua_rawgeti(L, i, k);
-      const char* err = Encode(L, lua_gettop(L), w, depth + 1);
-      lua_pop(L, 1);
-      if (err) return err;
-    }
-    w.EndArray();
-    return nullptr;
+  return nullptr;
+}
+
+// The table at i is the sequence 1..n.
+const char* EncodeArray(lua_State* L, int i, int n, Writer& w, int depth) {
+  w.StartArray();
+  for (int k = 1; k <= n; ++k) {
+    lua_rawgeti(L, i, k);
+    const char* err = Encode(L, lua_gettop(L), w, depth + 1);
+    lua_pop(L, 1);
+    if (err) return err;
   }
+  w.EndArray();
+  return nullptr;
+}
+
+const char* EncodeObject(lua_State* L, int i, Writer& w, int depth) {
   w.StartObject();
   lua_pushnil(L);
   while (lua_next(L, i)) {
@@ -111,6 +87,43 @@ const char* Encode(lua_State* L, int i, Writer& w, int depth) {
   }
   w.EndObject();
   return nullptr;
+}
+
+const char* EncodeTable(lua_State* L, int i, Writer& w, int depth) {
+  if (depth >= kMaxDepth) return "nested too deep (a cycle?)";
+  luaL_checkstack(L, 4, "gearbox.json.encode");
+  const int n = ArrayLength(L, i);
+  if (n >= 0) return EncodeArray(L, i, n, w, depth);
+  return EncodeObject(L, i, w, depth);
+}
+
+// Writes the value at stack index i; an error message on failure.
+const char* Encode(lua_State* L, int i, Writer& w, int depth) {
+  switch (lua_type(L, i)) {
+    case LUA_TNIL:
+      w.Null();
+      return nullptr;
+    case LUA_TBOOLEAN:
+      w.Bool(lua_toboolean(L, i));
+      return nullptr;
+    case LUA_TNUMBER:
+      return EncodeNumber(lua_tonumber(L, i), w);
+    case LUA_TSTRING: {
+      size_t len;
+      const char* s = lua_tolstring(L, i, &len);
+      w.String(s, static_cast<rapidjson::SizeType>(len));
+      return nullptr;
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (!IsNull(L, i)) break;
+      w.Null();
+      return nullptr;
+    case LUA_TTABLE:
+      return EncodeTable(L, i, w, depth);
+    default:
+      break;
+  }
+  return "cannot encode a value of this type";
 }
 
 // gearbox.json.encode(value) -> string | nil, err
