@@ -72,8 +72,14 @@ class FastCgiParser {
   Result OnStream(std::string_view chunk, std::string& out);
   Result OnRecordEnd(Request& request, std::string& out);
   Result AnswerGetValues(std::string_view content, std::string& out);
+  // The PARAMS stream as an HTTP request (fastcgi_params.cc).
   Result EndParams(std::string& out);
+  http::Verdict CheckTarget(std::string_view method);
+  http::Verdict ReadContentLength(int count, std::string_view length);
   void BuildRequest(Request& request);
+  std::string_view TargetFromUri(std::string_view uri, Request& request);
+  void TargetFromScriptName(std::string_view query, Request& request);
+  void AddHeaders(std::string_view authority, Request& request);
 
   bool IsActive(uint16_t id) const { return active_ && id == id_; }
   void StartRequest(uint16_t id, bool keep_conn);
