@@ -74,6 +74,65 @@ struct Options {
   std::optional<gearbox::Duration> window;
 };
 
+// Applies one option getopt_long returned. Returns an exit code when the
+// process is done (--version, --help, a usage error), else -1.
+int ApplyOption(int opt, const char* arg, Options& o) {
+  switch (opt) {
+    case 'c':
+      o.path = arg;
+      return -1;
+    case 't':
+      o.test = true;
+      return -1;
+    case 'p':
+      o.print = true;
+      return -1;
+    case 'a':
+      o.advise = true;
+      if (arg) o.advise_url = arg;
+      return -1;
+    case 'w': {
+      std::string error;
+      o.window = gearbox::ParseWindow(arg, "--window ", &error);
+      if (!o.window) {
+        fprintf(stderr, "gearboxd: %s\n", error.c_str());
+        return 2;
+      }
+      return -1;
+    }
+    case 'F':
+      o.single = true;
+      return -1;
+    case 'v':
+      printf("gearboxd %s\n", kVersion);
+      return 0;
+    case 'h':
+      fputs(kUsage, stdout);
+      return 0;
+    default:
+      fputs(kUsage, stderr);
+      return 2;
+  }
+}
+
+// What follows the options: only --advise's URL, and --window only with
+// --advise. Returns 2 on a usage error, else -1.
+int CheckOperands(int argc, char** argv, Options& o) {
+  if (o.advise && o.advise_url.empty() && optind + 1 == argc) {
+    o.advise_url = argv[optind++];
+  }
+  if (optind < argc) {
+    fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind],
+            kUsage);
+    return 2;
+  }
+  if (o.window && !o.advise) {
+    fprintf(stderr, "gearboxd: --window goes with --advise\n%s", kUsage);
+    return 2;
+  }
+  return -1;
+}
+
 // Fills `o` from the command line. Returns an exit code when the process is
 // done (--version, --help, a usage error), else -1.
 int ParseOptions(int argc, char** argv, Options& o) {
@@ -91,57 +150,38 @@ int ParseOptions(int argc, char** argv, Options& o) {
   int opt;
   while ((opt = getopt_long(argc, argv, "c:tpa::w:Fvh", kOptions, nullptr)) !=
          -1) {
-    switch (opt) {
-      case 'c':
-        o.path = optarg;
-        break;
-      case 't':
-        o.test = true;
-        break;
-      case 'p':
-        o.print = true;
-        break;
-      case 'a':
-        o.advise = true;
-        if (optarg) o.advise_url = optarg;
-        break;
-      case 'w': {
-        std::string error;
-        o.window = gearbox::ParseWindow(optarg, "--window ", &error);
-        if (!o.window) {
-          fprintf(stderr, "gearboxd: %s\n", error.c_str());
-          return 2;
-        }
-        break;
-      }
-      case 'F':
-        o.single = true;
-        break;
-      case 'v':
-        printf("gearboxd %s\n", kVersion);
-        return 0;
-      case 'h':
-        fputs(kUsage, stdout);
-        return 0;
-      default:
-        fputs(kUsage, stderr);
-        return 2;
-    }
+    if (int rc = ApplyOption(opt, optarg, o); rc >= 0) return rc;
   }
-  // --advise URL: the URL is the one operand it takes.
-  if (o.advise && o.advise_url.empty() && optind + 1 == argc) {
-    o.advise_url = argv[optind++];
+  return CheckOperands(argc, argv, o);
+}
+
+// Prints a config error as file:line:col: message; the exit code is 2.
+int ConfigFailed(const gearbox::ConfigError& e) {
+  fprintf(stderr, "%s\n", e.ToString().c_str());
+  return 2;
+}
+
+// The file -c names, or the embedded config.
+gearbox::ConfigResult LoadConfig(const std::string& path) {
+  gearbox::ConfigVocabulary vocab{gearbox::ModelSchemas(),
+                                  gearbox::HandlerSchemas()};
+  return path.empty()
+             ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),
+                                         "<embedded>", vocab)
+             : gearbox::LoadConfigFile(path, vocab);
+}
+
+// -p: the effective config; a module's declared keys are printed with their
+// defaults, as a built-in handler's are.
+int PrintConfig(const gearbox::Config& config,
+                const gearbox::Modules& modules) {
+  std::vector<gearbox::HandlerSchema> schemas(gearbox::HandlerSchemas().begin(),
+                                              gearbox::HandlerSchemas().end());
+  for (const gearbox::HandlerSchema& s : modules.Schemas()) {
+    schemas.push_back(s);
   }
-  if (optind < argc) {
-    fprintf(stderr, "gearboxd: unexpected argument '%s'\n%s", argv[optind],
-            kUsage);
-    return 2;
-  }
-  if (o.window && !o.advise) {
-    fprintf(stderr, "gearboxd: --window goes with --advise\n%s", kUsage);
-    return 2;
-  }
-  return -1;
+  fputs(gearbox::FormatConfig(config, schemas).c_str(), stdout);
+  return 0;
 }
 
 }  // namespace
@@ -149,65 +189,40 @@ int ParseOptions(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (int rc = ParseOptions(argc, argv, o); rc >= 0) return rc;
-  const std::string& path = o.path;
-  const bool test = o.test;
   const gearbox::Duration window =
       o.window.value_or(gearbox::advisor::kDefaultAdviseWindow);
   if (o.advise && !o.advise_url.empty()) return AdviseUrl(o.advise_url, window);
-  gearbox::ConfigVocabulary vocab{gearbox::ModelSchemas(),
-                                  gearbox::HandlerSchemas()};
-  gearbox::ConfigResult loaded =
-      path.empty() ? gearbox::LoadConfigString(gearbox::EmbeddedDefaultConfig(),
-                                               "<embedded>", vocab)
-                   : gearbox::LoadConfigFile(path, vocab);
+  gearbox::ConfigResult loaded = LoadConfig(o.path);
   if (auto* e = std::get_if<gearbox::ConfigError>(&loaded)) {
-    fprintf(stderr, "%s\n", e->ToString().c_str());
-    return 2;
+    return ConfigFailed(*e);
   }
   gearbox::Config config = std::get<gearbox::Config>(std::move(loaded));
   config.foreground = o.single;
   if (o.advise) return AdviseConfig(config, window);
   // -t and -p say only what is wrong; a run logs what it loads.
-  gearbox::InitLogging(test || o.print ? "warn" : config.log.level);
-  if (!test && !o.print) {
+  gearbox::InitLogging(o.test || o.print ? "warn" : config.log.level);
+  if (!o.test && !o.print) {
     gearbox::LogInfo("starting", "version={} model={} config={} pid={}",
                      kVersion, config.server.model,
                      gearbox::LogQuote(config.source), getpid());
   }
   // Modules load here, in the master, before any worker exists (prefork
-  // children share the pages); -t loads them too, so a missing file, a wrong
-  // ABI or a route key a module rejects is a config error.
-  // -p loads them too: a module's declared keys are printed with their
-  // defaults, as a built-in handler's are.
-  gearbox::ModulesResult modules = gearbox::Modules::Load(config);
-  if (auto* e = std::get_if<gearbox::ConfigError>(&modules)) {
-    fprintf(stderr, "%s\n", e->ToString().c_str());
-    return 2;
+  // children share the pages); -t and -p load them too, so a missing file, a
+  // wrong ABI or a route key a module rejects is a config error.
+  gearbox::ModulesResult loaded_modules = gearbox::Modules::Load(config);
+  if (auto* e = std::get_if<gearbox::ConfigError>(&loaded_modules)) {
+    return ConfigFailed(*e);
   }
-  if (o.print) {
-    std::vector<gearbox::HandlerSchema> schemas(
-        gearbox::HandlerSchemas().begin(), gearbox::HandlerSchemas().end());
-    for (const gearbox::HandlerSchema& s :
-         std::get<std::shared_ptr<const gearbox::Modules>>(modules)
-             ->Schemas()) {
-      schemas.push_back(s);
-    }
-    fputs(gearbox::FormatConfig(config, schemas).c_str(), stdout);
-    return 0;
-  }
+  auto modules = std::get<std::shared_ptr<const gearbox::Modules>>(
+      std::move(loaded_modules));
+  if (o.print) return PrintConfig(config, *modules);
   // Every Lua script compiled, its top level run in a throwaway state.
-  if (auto e = gearbox::CheckLuaScripts(&config)) {
-    fprintf(stderr, "%s\n", e->ToString().c_str());
-    return 2;
-  }
-  if (test) {
+  if (auto e = gearbox::CheckLuaScripts(&config)) return ConfigFailed(*e);
+  if (o.test) {
     fprintf(stderr, "gearboxd: configuration %s is valid\n",
             config.source.c_str());
     return 0;
   }
   prctl(PR_SET_TIMERSLACK, 1UL);
-  return gearbox::RunSupervisor(
-      std::move(config),
-      std::get<std::shared_ptr<const gearbox::Modules>>(std::move(modules)),
-      path);
+  return gearbox::RunSupervisor(std::move(config), std::move(modules), o.path);
 }
