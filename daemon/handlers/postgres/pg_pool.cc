@@ -52,6 +52,17 @@ void PgPool::Close(PgSlot* slot) {
 
 PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   PgSlot* empty = nullptr;
+  if (PgSlot* idle = TakeIdle(&empty)) return {Outcome::kIdle, idle};
+  if (!empty || now < retry_at_) {
+    // Every connection is busy (or none may be opened yet): ride on the
+    // least loaded pipelined one with room.
+    if (PgSlot* join = RoomiestPipelined()) return {Outcome::kJoin, join};
+    return {empty ? Outcome::kBackoff : Outcome::kFull};
+  }
+  return StartConnect(empty, now);
+}
+
+PgSlot* PgPool::TakeIdle(PgSlot** first_empty) {
   for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
     if (slot.state == PgSlot::State::kIdle) {
       // An idle connection the server ended (a shutdown sends FATAL 57P01,
@@ -67,25 +78,29 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
         Drop(&slot);
       } else {
         slot.state = PgSlot::State::kInUse;
-        return {Outcome::kIdle, &slot};
+        return &slot;
       }
     }
-    if (slot.state == PgSlot::State::kEmpty && !empty) empty = &slot;
-  }
-  if (!empty || now < retry_at_) {
-    // Every connection is busy (or none may be opened yet): ride on the
-    // least loaded pipelined one with room.
-    PgSlot* join = nullptr;
-    for (PgSlot& slot : slots_) {
-      if (slot.pipelined && !slot.inflight.empty() &&
-          slot.inflight.size() < pipeline_ &&
-          (!join || slot.inflight.size() < join->inflight.size())) {
-        join = &slot;
-      }
+    if (slot.state == PgSlot::State::kEmpty && !*first_empty) {
+      *first_empty = &slot;
     }
-    if (join) return {Outcome::kJoin, join};
-    return {empty ? Outcome::kBackoff : Outcome::kFull};
   }
+  return nullptr;
+}
+
+PgSlot* PgPool::RoomiestPipelined() {
+  PgSlot* join = nullptr;
+  for (PgSlot& slot : slots_) {
+    if (slot.pipelined && !slot.inflight.empty() &&
+        slot.inflight.size() < pipeline_ &&
+        (!join || slot.inflight.size() < join->inflight.size())) {
+      join = &slot;
+    }
+  }
+  return join;
+}
+
+PgPool::Lease PgPool::StartConnect(PgSlot* slot, Clock::time_point now) {
   // The dsn first, expanded; the later keywords override it: JSON wants
   // UTF-8 whatever the server's encoding.
   const char* keywords[] = {"dbname", "client_encoding",
@@ -99,19 +114,19 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   if (PQstatus(conn) == CONNECTION_BAD) {
     const std::string error = ErrorMessage(conn);
     PQfinish(conn);
-    empty->conn = nullptr;
+    slot->conn = nullptr;
     if (OutOfDescriptors(error)) {
       LogNoResources("PQconnectStartParams", error);
       return {Outcome::kNoResources};
     }
-    ConnectFailed(empty, now, error);
+    ConnectFailed(slot, now, error);
     return {Outcome::kBackoff};
   }
-  empty->state = PgSlot::State::kInUse;
-  empty->conn = conn;
-  empty->statements.Clear();
-  empty->prepare_failure_logged = false;
-  return {Outcome::kConnect, empty};
+  slot->state = PgSlot::State::kInUse;
+  slot->conn = conn;
+  slot->statements.Clear();
+  slot->prepare_failure_logged = false;
+  return {Outcome::kConnect, slot};
 }
 
 void PgPool::Release(PgSlot* slot) {

@@ -124,6 +124,14 @@ class PgPool {
   int64_t BackoffLeftMs(Clock::time_point now) const;
 
  private:
+  // Acquire's steps. The first idle connection still open (one found closed
+  // is dropped), and in *first_empty the first empty slot seen.
+  PgSlot* TakeIdle(PgSlot** first_empty);
+  // The pipelined connection with the fewest segments on it and room for
+  // one more, or null.
+  PgSlot* RoomiestPipelined();
+  // Starts opening a connection in the empty slot.
+  Lease StartConnect(PgSlot* slot, Clock::time_point now);
   // Dequeues the first waiter, hands it slot (or null) and signals it.
   bool WakeFirst(PgSlot* slot);
   // An idle connection's socket turned readable (WorkerHome's on_idle): the
