@@ -63,68 +63,91 @@ std::string Errno(std::string_view call, std::string_view address) {
          "): " + strerror(errno);
 }
 
+// An address to connect() to.
+struct PeerAddress {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+};
+
+// "unix:/path".
+bool UnixPeer(const std::string& address, PeerAddress* peer,
+              std::string* error) {
+  const std::string path = address.substr(5);
+  auto* sun = reinterpret_cast<sockaddr_un*>(&peer->ss);
+  if (path.empty() || path.size() >= sizeof(sun->sun_path)) {
+    *error = address + ": a unix socket path is 1.." +
+             std::to_string(sizeof(sun->sun_path) - 1) + " bytes";
+    return false;
+  }
+  sun->sun_family = AF_UNIX;
+  memcpy(sun->sun_path, path.data(), path.size());
+  peer->len = static_cast<socklen_t>(sizeof(sockaddr_un));
+  return true;
+}
+
+// "host:port" / "[v6]:port", the host resolved (the port numeric).
+bool InetPeer(const std::string& address, PeerAddress* peer,
+              std::string* error) {
+  std::string host, port;
+  if (!SplitHostPort(address, &host, &port)) {
+    *error = "bad address " + address + " (expected HOST:PORT)";
+    return false;
+  }
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res) {
+    *error = "getaddrinfo(" + host + "): " + gai_strerror(rc);
+    return false;
+  }
+  memcpy(&peer->ss, res->ai_addr, res->ai_addrlen);
+  peer->len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
+// Waits for a non-blocking connect() in progress to end by the deadline;
+// false with *error set when it failed or timed out.
+bool ConnectFinished(int fd, const std::string& address,
+                     Clock::time_point deadline, std::string* error) {
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  if (PollFor(fd, POLLOUT, deadline) <= 0) {
+    soerr = ETIMEDOUT;
+  } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) {
+    soerr = errno;
+  }
+  if (soerr == 0) return true;
+  errno = soerr;
+  *error = Errno("connect", address);
+  return false;
+}
+
 // A connected, non-blocking socket, or -1 with *error set.
 int Connect(const std::string& address, Clock::time_point deadline,
             std::string* error) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  if (address.rfind("unix:", 0) == 0) {
-    const std::string path = address.substr(5);
-    auto* sun = reinterpret_cast<sockaddr_un*>(&ss);
-    if (path.empty() || path.size() >= sizeof(sun->sun_path)) {
-      *error = address + ": a unix socket path is 1.." +
-               std::to_string(sizeof(sun->sun_path) - 1) + " bytes";
-      return -1;
-    }
-    sun->sun_family = AF_UNIX;
-    memcpy(sun->sun_path, path.data(), path.size());
-    len = static_cast<socklen_t>(sizeof(sockaddr_un));
-  } else {
-    std::string host, port;
-    if (!SplitHostPort(address, &host, &port)) {
-      *error = "bad address " + address + " (expected HOST:PORT)";
-      return -1;
-    }
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-    if (rc != 0 || !res) {
-      *error = "getaddrinfo(" + host + "): " + gai_strerror(rc);
-      return -1;
-    }
-    memcpy(&ss, res->ai_addr, res->ai_addrlen);
-    len = res->ai_addrlen;
-    freeaddrinfo(res);
-  }
+  PeerAddress peer;
+  const bool resolved = address.rfind("unix:", 0) == 0
+                            ? UnixPeer(address, &peer, error)
+                            : InetPeer(address, &peer, error);
+  if (!resolved) return -1;
   const int fd =
-      socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      socket(peer.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     *error = Errno("socket", address);
     return -1;
   }
-  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    if (errno != EINPROGRESS) {
-      *error = Errno("connect", address);
-      close(fd);
-      return -1;
-    }
-    int soerr = 0;
-    socklen_t sl = sizeof(soerr);
-    if (PollFor(fd, POLLOUT, deadline) <= 0) {
-      errno = ETIMEDOUT;
-      soerr = ETIMEDOUT;
-    } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) {
-      soerr = errno;
-    }
-    if (soerr != 0) {
-      errno = soerr;
-      *error = Errno("connect", address);
-      close(fd);
-      return -1;
-    }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&peer.ss), peer.len) == 0) {
+    return fd;
   }
-  return fd;
+  if (errno != EINPROGRESS) {
+    *error = Errno("connect", address);
+  } else if (ConnectFinished(fd, address, deadline, error)) {
+    return fd;
+  }
+  close(fd);
+  return -1;
 }
 
 bool SendAll(int fd, std::string_view bytes, Clock::time_point deadline) {
