@@ -72,6 +72,9 @@ class ChildLoop {
   }
 
  private:
+  void CloseInherited();
+  void FillBlockingContext();
+  void MakePolicies();
   void Serve(std::unique_ptr<BlockingConnection> c, uint32_t listener);
   bool KeepHeld(std::unique_ptr<BlockingConnection>& c, uint32_t listener);
   void ServeHeld(int fd);
@@ -117,14 +120,7 @@ class ChildLoop {
 constexpr std::chrono::milliseconds kGateRecheck{50};
 
 void ChildLoop::SetUp() {
-  std::set<int> keep;
-  for (const Listener& l : *ctx_.listeners) {
-    keep.insert(l.fd);
-    listen_fds_.push_back(l.fd);
-  }
-  for (int fd : {args_.ready_fd, park_fd_, unpark_fd_})
-    if (fd >= 0) keep.insert(fd);
-  CloseInheritedFds(keep);
+  CloseInherited();
   SetUpForkedSignals(&OnTerm);
   struct sigaction retire = {};
   retire.sa_handler = &OnRetire;
@@ -141,6 +137,33 @@ void ChildLoop::SetUp() {
   stats_.busy.store(0);
   InstallRequestKill(&stats_, ctx_.config.limits);
   router_ = ctx_.routes->MakeRouter(args_.slot, &stats_);
+  FillBlockingContext();
+  MakePolicies();
+  held_.set_guard(park_fd_, args_.handoff_capacity);
+  if (args_.ready_fd >= 0) {
+    char byte = 1;
+    ssize_t n = write(args_.ready_fd, &byte, 1);
+    (void)n;
+    close(args_.ready_fd);
+  }
+  start_requests_ = stats_.requests.load();
+}
+
+// Closes every fd inherited from the master but the listeners and this
+// child's channels (ready, park, unpark).
+void ChildLoop::CloseInherited() {
+  std::set<int> keep;
+  for (const Listener& l : *ctx_.listeners) {
+    keep.insert(l.fd);
+    listen_fds_.push_back(l.fd);
+  }
+  for (int fd : {args_.ready_fd, park_fd_, unpark_fd_})
+    if (fd >= 0) keep.insert(fd);
+  CloseInheritedFds(keep);
+}
+
+// What ServeBlocking needs from this child: its router, stats and limits.
+void ChildLoop::FillBlockingContext() {
   bc_.env.cycle = {router_.get(), &stats_, ctx_.request_log.get(), args_.slot};
   bc_.env.limits = &ctx_.config.limits;
   bc_.env.trusted = ctx_.config.server.trusted_proxies;
@@ -149,6 +172,11 @@ void ChildLoop::SetUp() {
   bc_.env.request = &request_;
   bc_.env.response = &response_;
   bc_.sleeper = &sleeper_;
+}
+
+// The policy that parks slow heads and holds idle connections, and the one
+// used when parking failed.
+void ChildLoop::MakePolicies() {
   // A client waits for a child when a listener has a connection queued or
   // the guard has a head ready: both make an idle keep-alive one give way.
   waiting_fds_ = listen_fds_;
@@ -168,14 +196,6 @@ void ChildLoop::SetUp() {
   o.park_heads_after = {};
   o.held = nullptr;
   no_parking_ = std::make_unique<PreforkPolicy>(o);
-  held_.set_guard(park_fd_, args_.handoff_capacity);
-  if (args_.ready_fd >= 0) {
-    char byte = 1;
-    ssize_t n = write(args_.ready_fd, &byte, 1);
-    (void)n;
-    close(args_.ready_fd);
-  }
-  start_requests_ = stats_.requests.load();
 }
 
 void ChildLoop::Serve(std::unique_ptr<BlockingConnection> c,
