@@ -17,7 +17,7 @@ inline uint64_t NowMicros() {
 }
 
 // CPU time the calling thread has used, in nanoseconds. Not in the vDSO: a
-// real syscall, ~1.3 us on the reference machine (a /hello costs ~6 us), so
+// real syscall, a sizeable share of a light request's own cost, so
 // per-request CPU figures are sampled (kCpuSampleEvery).
 inline uint64_t ThreadCpuNanos() {
   timespec ts;
@@ -28,8 +28,8 @@ inline uint64_t ThreadCpuNanos() {
 
 // The thread CPU time between a ThreadCpuNanos() reading `mark_ns` and now,
 // less what one reading itself costs (the smallest of a few back-to-back
-// pairs, taken once per process): a run of a 1 us handler reads ~1 us, not
-// ~2.3 us.
+// pairs, taken once per process), so that a short handler's run is not
+// inflated by the readings around it.
 inline uint64_t ThreadCpuSince(uint64_t mark_ns) {
   static const uint64_t read_cost_ns = [] {
     uint64_t best = ~uint64_t{0};

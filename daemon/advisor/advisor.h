@@ -24,18 +24,19 @@
 
 namespace gearbox::advisor {
 
-// --- known costs (measured by tests/bench on the 2-core reference machine) --
-// Server CPU per /hello request, direct, c=64: the I/O and hand-off each model
-// adds to every request, rounded up from the bench's and profile.sh's
-// figures (tests/bench/results keeps them). kAsyncCostUs enters the loop
-// load; the other two are quoted in a light route's `why`.
+// --- known costs (tests/bench/results holds the runs they come from) -------
+// Server CPU per /hello request: the I/O and hand-off each model adds to every
+// request, rounded up. kAsyncCostUs enters the loop load; the other two are
+// quoted in a light route's `why`.
 inline constexpr double kAsyncCostUs = 6;
 inline constexpr double kThreadpoolCostUs = 7;
 inline constexpr double kPreforkCostUs = 15;
-// RSS one more prefork child adds (prefork-8 vs prefork-1: ~15 MiB / 7).
+// RSS one more prefork child adds (the difference between a pool of several
+// children and a pool of one, per child).
 inline constexpr double kForkChildMiB = 2;
-// A parked thread's resident stack (threadpool-64 vs threadpool-1); its
-// virtual stack is RLIMIT_STACK (MachineFacts::thread_stack_mib).
+// A parked thread's resident stack (the difference between a large pool and a
+// pool of one, per thread); its virtual stack is RLIMIT_STACK
+// (MachineFacts::thread_stack_mib).
 inline constexpr double kThreadResidentKiB = 24;
 
 // --- thresholds -------------------------------------------------------------
@@ -45,15 +46,15 @@ inline constexpr double kThreadResidentKiB = 24;
 inline constexpr double kWaitingShare = 0.5;
 // A request on the CPU this long holds an async loop: every other connection
 // on the loop waits meanwhile, and a connection's work cannot move to an idle
-// loop. Against ~14 us more per request for a blocking model, 100 us makes
-// that overhead < 15%.
+// loop. Against what a blocking model adds per request (kPreforkCostUs), 100 us
+// keeps that overhead small.
 inline constexpr double kCpuHeavyUs = 100;
 // A route's share of all requests from which it weighs in the pick: CPU-heavy
 // routes below it stall a loop rarely enough for async to stay the pick, and
 // other routes below it (a health check) do not make a disagreement. A share,
 // not a rate: the mix of routes is the same whichever model serves it, while
-// rates follow each model's capacity (a saturated prefork-1 serves 50 req/s
-// of a mix threadpool-64 serves at 6,000).
+// rates follow each model's capacity (a saturated prefork-1 serves a small
+// fraction of the rate threadpool-64 serves the same mix at).
 inline constexpr double kShareThatCounts = 0.01;
 // A CPU-heavy route's run, as a share of the shortest service time among the
 // other routes, below which one async loop per core still serves them all: a
@@ -65,8 +66,8 @@ inline constexpr double kStallShare = 0.1;
 // each, a context switch per wake-up): mixed traffic goes to async instead.
 inline constexpr int kMaxThreads = 512;
 // Traffic that keeps less than this share of one worker busy (counting only
-// its own CPU and waits plus async's ~6 us per request: ~1,400 req/s of a
-// /hello) fits any model: the advice is to keep the configured one.
+// its own CPU and waits plus kAsyncCostUs per request) fits any model: the
+// advice is to keep the configured one.
 inline constexpr double kIdleLoad = 0.01;
 
 // One route's traffic over a window. Means are per request.

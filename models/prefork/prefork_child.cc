@@ -40,9 +40,9 @@ constexpr std::chrono::milliseconds kParkHeadsAfter{5};
 // client waits and no sibling is free (HeldConnections). nginx keeps one
 // upstream connection per request in flight: at 64 in flight, 8 children
 // holding 8 each answer every request on the connection it came on, with no
-// hand-off (/hello through nginx, prefork-8 c=64). Beyond that the head guard
-// holds them. More would make each poll longer and a busy child's backlog
-// deeper; the guard is the fair (FIFO) path for the rest.
+// hand-off. Beyond that the head guard holds them. More would make each poll
+// longer and a busy child's backlog deeper; the guard is the fair (FIFO) path
+// for the rest.
 constexpr size_t kHeldPerChild = 8;
 
 void OnTerm(int) { g_draining.store(true); }

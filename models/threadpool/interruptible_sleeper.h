@@ -2,10 +2,9 @@
 // and a forced stop (the drain out of time) cuts every sleep short.
 //
 // A futex on an abort flag, waited on with an absolute CLOCK_MONOTONIC
-// deadline: one system call per wait. A condition variable cost two, because
+// deadline: one system call per wait. A condition variable costs two, because
 // glibc marks its mutex contended when a wait ends, so the unlock that
-// follows always makes a FUTEX_WAKE call (10% of the futex calls under the
-// 1 ms wait at c=256).
+// follows always makes a FUTEX_WAKE call.
 #pragma once
 
 #include <atomic>
