@@ -105,19 +105,25 @@ link() {
   echo "build.sh: $bin"
 }
 
+# //daemon:http_syntax's sources.
+http_syntax_sources() {
+  echo daemon/http/http_syntax.cc daemon/http/request_target.cc \
+    daemon/http/field_values.cc
+}
+
 LLHTTP=("$LLHTTP_SRC/api.c" "$LLHTTP_SRC/http.c" "$LLHTTP_SRC/llhttp.c")
 
 build_http() {
   link http_codec_fuzzer tests/fuzz/http_codec_fuzzer.cc \
     daemon/http/http_parser.cc daemon/http/http_head.cc \
-    daemon/http/http_syntax.cc daemon/http/chunked_decoder.cc \
+    $(http_syntax_sources) daemon/http/chunked_decoder.cc \
     daemon/http/http_codec.cc daemon/http/http_writer.cc daemon/request.cc \
     daemon/response.cc "${LLHTTP[@]}"
 }
 
 build_fastcgi() {
   link fastcgi_codec_fuzzer tests/fuzz/fastcgi_codec_fuzzer.cc \
-    daemon/fastcgi/*.cc daemon/http/http_syntax.cc daemon/request.cc \
+    daemon/fastcgi/*.cc $(http_syntax_sources) daemon/request.cc \
     daemon/response.cc
 }
 
@@ -181,7 +187,7 @@ build_config() {
     $(config_sources) "$OUT/gen/config/default_config.cc" \
     daemon/handlers/*.cc daemon/handlers/postgres/*.cc \
     daemon/handlers/lua/*.cc daemon/handler.cc daemon/worker_home.cc \
-    daemon/http/http_syntax.cc \
+    $(http_syntax_sources) \
     daemon/request.cc daemon/response.cc \
     daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
     daemon/metrics/route_reporter.cc daemon/metrics/route_history.cc \
