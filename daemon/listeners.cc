@@ -142,6 +142,44 @@ std::variant<Listener, std::string> Bind(const ListenConfig& lc) {
   return l;
 }
 
+// Takes the n sockets systemd passed (fds from SD_LISTEN_FDS_START, named by
+// FileDescriptorName=) into out, each matched to the [[listen]] entry of its
+// name; frees names. Returns the first error, or "".
+std::string AdoptPassedSockets(int n, char** names,
+                               const std::vector<ListenConfig>& config,
+                               Listeners& out) {
+  std::string error;
+  for (int i = 0; i < n; ++i) {
+    int fd = SD_LISTEN_FDS_START + i;
+    std::string name = names && names[i] ? names[i] : "unknown";
+    const ListenConfig* match = nullptr;
+    for (const ListenConfig& lc : config)
+      if (lc.name == name) match = &lc;
+    if (error.empty() && !match) {
+      error = "systemd passed socket fd=" + std::to_string(fd) + " named \"" +
+              name + "\" but no [[listen]] entry has that name";
+    }
+    if (error.empty() && sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+      error = "systemd passed fd=" + std::to_string(fd) + " named \"" + name +
+              "\" which is not a listening stream socket";
+    }
+    if (error.empty() && match) {
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      out.push_back({fd, match->protocol, name, match->address, true});
+    }
+    if (names) free(names[i]);
+  }
+  free(names);
+  return error;
+}
+
+bool HasListener(const Listeners& listeners, const std::string& name) {
+  for (const Listener& l : listeners)
+    if (l.name == name) return true;
+  return false;
+}
+
 }  // namespace
 
 std::variant<Listeners, std::string> AcquireListeners(
@@ -151,50 +189,19 @@ std::variant<Listeners, std::string> AcquireListeners(
   int n = sd_listen_fds_with_names(/*unset_environment=*/1, &names);
   if (n < 0) return std::string("sd_listen_fds_with_names: ") + strerror(-n);
   if (n > 0) {
-    std::string error;
-    for (int i = 0; i < n; ++i) {
-      int fd = SD_LISTEN_FDS_START + i;
-      std::string name = names && names[i] ? names[i] : "unknown";
-      const ListenConfig* match = nullptr;
-      for (const ListenConfig& lc : config)
-        if (lc.name == name) match = &lc;
-      if (error.empty() && !match) {
-        error = "systemd passed socket fd=" + std::to_string(fd) + " named \"" +
-                name + "\" but no [[listen]] entry has that name";
-      }
-      if (error.empty() && sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
-        error = "systemd passed fd=" + std::to_string(fd) + " named \"" + name +
-                "\" which is not a listening stream socket";
-      }
-      if (error.empty() && match) {
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        out.push_back({fd, match->protocol, name, match->address, true});
-      }
-      if (names) free(names[i]);
-    }
-    free(names);
+    std::string error = AdoptPassedSockets(n, names, config, out);
     if (!error.empty()) return error;
-    // Entries systemd did not pass are bound here, so a socket unit may carry
-    // only some of the listeners (say, HTTP) while gearboxd binds the rest.
-    for (const ListenConfig& lc : config) {
-      bool found = false;
-      for (const Listener& l : out) found = found || l.name == lc.name;
-      if (found) continue;
+  }
+  // Entries systemd did not pass are bound here, so a socket unit may carry
+  // only some of the listeners (say, HTTP) while gearboxd binds the rest.
+  for (const ListenConfig& lc : config) {
+    if (HasListener(out, lc.name)) continue;
+    if (n > 0) {
       LogInfo("listener_not_passed",
               "name={} address={} protocol={} msg=\"systemd passed no socket "
               "with this name; binding it\"",
               lc.name, lc.address, ProtocolName(lc.protocol));
-      auto r = Bind(lc);
-      if (auto* e = std::get_if<std::string>(&r)) {
-        ReleaseListeners(out);
-        return *e;
-      }
-      out.push_back(std::get<Listener>(r));
     }
-    return out;
-  }
-  for (const ListenConfig& lc : config) {
     auto r = Bind(lc);
     if (auto* e = std::get_if<std::string>(&r)) {
       ReleaseListeners(out);
