@@ -111,6 +111,72 @@ void WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
   }
 }
 
+// The blocking models' primitives for the driver core (models/driver.h):
+// each wait blocks the worker and tells the machine what happened, so the
+// core looks again at once; the policy may take the connection back instead.
+class BlockingPort {
+ public:
+  BlockingPort(BlockingConnection& c, Sleeper& sleeper, BlockingPolicy& policy,
+               bool read_first)
+      : c_(c), sleeper_(sleeper), policy_(policy), read_first_(read_first) {}
+
+  ConnectionOutcome outcome() const { return outcome_; }
+  Clock::time_point Now() { return Clock::now(); }
+  int fd() const { return c_.fd; }
+  bool MayProcess() {
+    if (policy_.TurnOver(c_)) {
+      outcome_ = ConnectionOutcome::kYield;
+      return false;
+    }
+    processed_ = true;
+    return true;
+  }
+  bool AwaitRead(const Interest& i, Clock::time_point) {
+    if (!read_first_ && c_.conn.phase() == Phase::kIdle &&
+        policy_.TurnOver(c_)) {
+      c_.conn.Trim();
+      outcome_ = ConnectionOutcome::kParked;  // its turn comes again
+      return false;
+    }
+    read_first_ = false;
+    // Not at the start of a turn: a connection the model just found
+    // readable is read first.
+    const bool wait_first = processed_ && c_.conn.phase() == Phase::kIdle &&
+                            !policy_.ReadFirstWhenIdle();
+    // Bytes read are processed at once (Commit): a request answered from
+    // them counts as processed, and the next read waits first.
+    if (Read(c_, i, policy_, wait_first, &processed_)) return true;
+    outcome_ = ConnectionOutcome::kParked;
+    return false;
+  }
+  bool AwaitWrite(const Interest& i, Clock::time_point) {
+    policy_.WillWait();
+    if (!WaitFor(c_.fd, POLLOUT, i.deadline))
+      c_.conn.DeadlinePassed(Clock::now());
+    return true;
+  }
+  bool AwaitHandler(const Interest& i, Clock::time_point now) {
+    policy_.WillWait();
+    WaitHandler(c_, i, sleeper_, now);
+    return true;
+  }
+  void HandOff() { Close(); }  // no head-only connections here
+  void Close() {
+    CloseBlocking(c_);
+    outcome_ = ConnectionOutcome::kClosed;
+  }
+
+ private:
+  BlockingConnection& c_;
+  Sleeper& sleeper_;
+  BlockingPolicy& policy_;
+  bool read_first_;
+  // A request was processed since the last wait for bytes: the next read,
+  // once idle, may wait first (ReadFirstWhenIdle).
+  bool processed_ = false;
+  ConnectionOutcome outcome_ = ConnectionOutcome::kClosed;
+};
+
 }  // namespace
 
 int MillisUntil(Clock::time_point deadline) {
@@ -173,59 +239,9 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
   if (c.conn.has_input()) c.conn.Process(Clock::now());
-  bool sent = false;  // one send attempt per change of output
-  // A request was processed since the last wait for bytes: the next read,
-  // once idle, may wait first (ReadFirstWhenIdle).
-  bool processed = false;
-  for (;;) {
-    const Clock::time_point now = Clock::now();
-    Interest i = c.conn.Next(now);
-    if (i.write && !sent && i.kind != Interest::Kind::kWrite) {
-      sent = true;
-      SendPending(c.fd, c.conn, now);
-      continue;
-    }
-    sent = false;
-    switch (i.kind) {
-      case Interest::Kind::kClose:
-      case Interest::Kind::kHeadReady:  // no head-only connections here
-        CloseBlocking(c);
-        return ConnectionOutcome::kClosed;
-      case Interest::Kind::kProcess:
-        if (policy.TurnOver(c)) return ConnectionOutcome::kYield;
-        c.conn.Process(now);
-        processed = true;
-        break;
-      case Interest::Kind::kWrite:
-        policy.WillWait();
-        if (WaitFor(c.fd, POLLOUT, i.deadline)) {
-          SendPending(c.fd, c.conn, Clock::now());
-        } else {
-          c.conn.DeadlinePassed(Clock::now());
-        }
-        break;
-      case Interest::Kind::kHandler:
-        policy.WillWait();
-        WaitHandler(c, i, *ctx.sleeper, now);
-        break;
-      case Interest::Kind::kRead:
-        if (!read_first && c.conn.phase() == Phase::kIdle &&
-            policy.TurnOver(c)) {
-          c.conn.Trim();
-          return ConnectionOutcome::kParked;  // its turn comes again
-        }
-        read_first = false;
-        // Not at the start of a turn: a connection the model just found
-        // readable is read first.
-        const bool wait_first = processed && c.conn.phase() == Phase::kIdle &&
-                                !policy.ReadFirstWhenIdle();
-        // Bytes read are processed at once (Commit): a request answered
-        // from them counts as processed, and the next read waits first.
-        if (!Read(c, i, policy, wait_first, &processed))
-          return ConnectionOutcome::kParked;
-        break;
-    }
-  }
+  BlockingPort port(c, *ctx.sleeper, policy, read_first);
+  Drive(port, c.conn);
+  return port.outcome();
 }
 
 }  // namespace gearbox

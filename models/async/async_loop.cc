@@ -394,44 +394,48 @@ void AsyncLoop::OnTimer(AsyncConnection* c) {
   Settle(c, now);
 }
 
-bool AsyncLoop::Settle(AsyncConnection* c, Clock::time_point now) {
-  bool sent = false;  // one send attempt per change of output
-  for (;;) {
-    Interest i = c->conn.Next(now);
-    if (i.write && !sent && i.kind != Interest::Kind::kWrite) {
-      sent = true;
-      SendPending(c->fd, c->conn, now);
-      continue;
-    }
-    switch (i.kind) {
-      case Interest::Kind::kProcess:
-        c->conn.Process(now);
-        sent = false;
-        continue;
-      case Interest::Kind::kClose:
-      case Interest::Kind::kHeadReady:  // no head-only connections here
-        Close(c);
-        return false;
-      case Interest::Kind::kRead:
-        ArmIo(c, EV_READ);
-        ArmTimer(c, i, now);
-        if (c->conn.phase() == Phase::kIdle) c->conn.Trim();
-        return true;
-      case Interest::Kind::kHandler:
-        // The read event stays armed while a handler waits: a hang-up
-        // cancels the wait, and re-arming it per request would cost two
-        // epoll_ctl calls. Past a bound of buffered input it stops.
-        ArmIo(c, i.read ? EV_READ : 0);
-        ArmTimer(c, i, now);
-        if (!i.handler_fds.empty()) ArmHandlerFds(c, i);
-        return true;
-      case Interest::Kind::kWrite:
-        // Stop reading until the client takes its responses (backpressure).
-        ArmIo(c, EV_WRITE);
-        ArmTimer(c, i, now);
-        return true;
-    }
+// The loop's primitives for the driver core: each wait arms libevent events
+// and returns to the loop.
+class AsyncLoop::Port {
+ public:
+  Port(AsyncLoop& loop, AsyncConnection* c, Clock::time_point now)
+      : loop_(loop), c_(c), now_(now) {}
+  Clock::time_point Now() { return now_; }
+  int fd() const { return c_->fd; }
+  bool MayProcess() { return true; }
+  bool AwaitRead(const Interest& i, Clock::time_point now) {
+    loop_.ArmIo(c_, EV_READ);
+    loop_.ArmTimer(c_, i, now);
+    if (c_->conn.phase() == Phase::kIdle) c_->conn.Trim();
+    return false;
   }
+  bool AwaitWrite(const Interest& i, Clock::time_point now) {
+    // Stop reading until the client takes its responses (backpressure).
+    loop_.ArmIo(c_, EV_WRITE);
+    loop_.ArmTimer(c_, i, now);
+    return false;
+  }
+  bool AwaitHandler(const Interest& i, Clock::time_point now) {
+    // The read event stays armed while a handler waits: a hang-up cancels
+    // the wait, and re-arming it per request would cost two epoll_ctl
+    // calls. Past a bound of buffered input it stops.
+    loop_.ArmIo(c_, i.read ? EV_READ : 0);
+    loop_.ArmTimer(c_, i, now);
+    if (!i.handler_fds.empty()) loop_.ArmHandlerFds(c_, i);
+    return false;
+  }
+  void HandOff() { Close(); }  // no head-only connections here
+  void Close() { loop_.Close(c_); }
+
+ private:
+  AsyncLoop& loop_;
+  AsyncConnection* c_;
+  const Clock::time_point now_;
+};
+
+void AsyncLoop::Settle(AsyncConnection* c, Clock::time_point now) {
+  Port port(*this, c, now);
+  Drive(port, c->conn);
 }
 
 }  // namespace gearbox

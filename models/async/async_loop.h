@@ -71,9 +71,10 @@ class AsyncLoop {
   void OnReadable(AsyncConnection* c);
   void OnWritable(AsyncConnection* c);
   void OnTimer(AsyncConnection* c);
-  // Acts on what the machine wants next: send, arm read/write/timer, or
-  // close. Returns false if the connection was closed.
-  bool Settle(AsyncConnection* c, Clock::time_point now);
+  // Acts on what the machine wants next (the driver core, models/driver.h,
+  // with this loop's Port): send, arm read/write/timer/fds, or close.
+  void Settle(AsyncConnection* c, Clock::time_point now);
+  class Port;
   void ArmIo(AsyncConnection* c, short mode);
   void ArmTimer(AsyncConnection* c, const Interest& interest,
                 Clock::time_point now);

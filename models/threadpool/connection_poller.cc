@@ -84,7 +84,7 @@ void ConnectionPoller::Stop() {
   for (BlockingConnection* c : taken_) {
     c->conn.Attach(&env_);
     c->conn.Abort(CloseReason::kDrain);
-    Finish(c);
+    Settle(c);
   }
   taken_.clear();
 }
@@ -184,31 +184,57 @@ void ConnectionPoller::AcceptFrom(size_t index) {
 // full: overload is explicit and memory stays bounded.
 void ConnectionPoller::Dispatch(BlockingConnection* c) {
   if (queue_.Push(c)) return;
-  c->conn.Attach(&env_);
   c->conn.Refuse();
-  Finish(c);
+  Settle(c);
+}
+
+// The poller's primitives for the driver core. It never waits on one
+// connection: what wants bytes is parked in the ReadyQueue, and what cannot
+// be sent at once is dropped with the connection.
+class ConnectionPoller::Port {
+ public:
+  Port(ConnectionPoller& poller, BlockingConnection* c)
+      : poller_(poller), c_(c) {}
+  Clock::time_point Now() { return Clock::now(); }
+  int fd() const { return c_->fd; }
+  // Never asked: the poller holds no connection with a request to serve.
+  bool MayProcess() { return Unexpected(); }
+  bool AwaitRead(const Interest&, Clock::time_point) {
+    if (poller_.queue_.ParkFromPoller(c_)) return false;
+    c_->conn.Abort(CloseReason::kError);
+    return true;
+  }
+  bool AwaitWrite(const Interest&, Clock::time_point) {
+    Close();
+    return false;
+  }
+  bool AwaitHandler(const Interest&, Clock::time_point) { return Unexpected(); }
+  void HandOff() {
+    Unexpected();
+    Close();
+  }
+  void Close() { poller_.Finish(c_); }
+
+ private:
+  bool Unexpected() {
+    c_->conn.Abort(CloseReason::kError);
+    return true;
+  }
+  ConnectionPoller& poller_;
+  BlockingConnection* c_;
+};
+
+void ConnectionPoller::Settle(BlockingConnection* c) {
+  c->conn.Attach(&env_);
+  Port port(*this, c);
+  Drive(port, c->conn);
 }
 
 void ConnectionPoller::Finish(BlockingConnection* c) {
   if (c->registered) queue_.Forget(c);
-  SendPending(c->fd, c->conn, Clock::now());
   CloseBlocking(*c);
   delete c;
   open_.fetch_sub(1, std::memory_order_relaxed);
-}
-
-// A parked connection no worker holds, parked again after the machine had a
-// look (Next() sees the drain): closed if it says so.
-void ConnectionPoller::Repark(BlockingConnection* c) {
-  c->conn.Attach(&env_);
-  if (c->conn.Next(Clock::now()).kind == Interest::Kind::kClose) {
-    Finish(c);
-    return;
-  }
-  if (!queue_.ParkFromPoller(c)) {
-    c->conn.Abort(CloseReason::kError);
-    Finish(c);
-  }
 }
 
 // Until the earliest parked deadline, at most a second: workers park with
@@ -232,7 +258,7 @@ void ConnectionPoller::ExpireParked() {
   for (BlockingConnection* c : taken_) {
     c->conn.Attach(&env_);
     c->conn.DeadlinePassed(now);
-    Finish(c);  // with the 408 it may be owed
+    Settle(c);  // with the 408 it may be owed
   }
   taken_.clear();
 }
@@ -244,7 +270,7 @@ void ConnectionPoller::ShortenIdleParked() {
   taken_.clear();
   queue_.TakeIdleParked(taken_);
   for (BlockingConnection* c : taken_) {
-    Repark(c);
+    Settle(c);  // parked again with the drain's deadline, or closed
     queue_.Done();
   }
   taken_.clear();

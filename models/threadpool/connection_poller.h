@@ -45,8 +45,12 @@ class ConnectionPoller {
   Status SetListening(bool on);
   void AcceptFrom(size_t index);
   void Dispatch(BlockingConnection* c);
-  void Repark(BlockingConnection* c);
-  void Finish(BlockingConnection* c);  // sends what it owes, closes
+  // Acts on what the machine wants of a connection no worker holds (the
+  // driver core, models/driver.h, with the poller's Port): sends what it
+  // owes, then parks it or closes it.
+  void Settle(BlockingConnection* c);
+  class Port;
+  void Finish(BlockingConnection* c);  // closes, counts, deletes
   int NextExpiryMs();
   void ExpireParked();
   void ShortenIdleParked();
