@@ -102,9 +102,7 @@ class PostgresHandler final : public Handler {
     LogInfo("postgres_bad_request", "route={} missing_param={}",
             LogQuote(pool_.route()), LogQuote(name));
     return Immediately([name](Response& response) {
-      response.status = 400;
-      response.content_type = "text/plain";
-      response.body = "missing query parameter " + name + "\n";
+      postgres::Answer(response, postgres::kMissingParameter, {}, name);
     });
   }
 

@@ -283,7 +283,9 @@ EOF
 check_failures() {  # BASE CONFIG LOG
   local code body
   code=$(curl -s -o "$work/body" -w '%{http_code}' "$1/add?s=x")
-  [[ $code == 400 ]] || fail "missing parameter: got $code, want 400"
+  body=$(cat "$work/body")
+  [[ $code == 400 && $body == '{"error":"missing parameter","parameter":"n"}' ]] ||
+    fail "missing parameter: got $code $body, want 400 and its name"
   code=$(curl -s -o "$work/body" -w '%{http_code}' "$1/bad")
   body=$(cat "$work/body")
   [[ $code == 500 ]] || fail "statement that cannot be prepared: got $code, want 500"

@@ -52,7 +52,7 @@ ErrorAnswer AnswerForSqlstate(std::string_view sqlstate) {
 }
 
 void Answer(Response& response, const ErrorAnswer& answer,
-            std::string_view sqlstate) {
+            std::string_view sqlstate, std::string_view parameter) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   writer.StartObject();
@@ -62,6 +62,11 @@ void Answer(Response& response, const ErrorAnswer& answer,
     writer.Key("sqlstate");
     writer.String(sqlstate.data(),
                   static_cast<rapidjson::SizeType>(sqlstate.size()));
+  }
+  if (!parameter.empty()) {
+    writer.Key("parameter");
+    writer.String(parameter.data(),
+                  static_cast<rapidjson::SizeType>(parameter.size()));
   }
   if (answer.retry) {
     writer.Key("retry");

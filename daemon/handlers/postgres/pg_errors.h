@@ -33,11 +33,14 @@ inline constexpr ErrorAnswer kResultTooLarge{502, "result too large"};
 // A file descriptor or memory the pool needed was not there: this worker is
 // at a resource limit, the database may be fine.
 inline constexpr ErrorAnswer kNoResources{503, "server out of resources"};
+// The request lacks a value for one of the route's params.
+inline constexpr ErrorAnswer kMissingParameter{400, "missing parameter"};
 
 // Fills response with answer's status and JSON body (sqlstate omitted when
-// empty or not alphanumeric).
+// empty or not alphanumeric; parameter, the name of the request's parameter
+// at fault, when empty).
 void Answer(Response& response, const ErrorAnswer& answer,
-            std::string_view sqlstate = {});
+            std::string_view sqlstate = {}, std::string_view parameter = {});
 
 // True when a libpq error message says a file descriptor could not be had
 // (EMFILE, ENFILE): a resource limit of this process, not the database's
