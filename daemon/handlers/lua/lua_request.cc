@@ -240,15 +240,16 @@ void RequestSource::Keep(lua_State* L) {
   method = keep(method);
   path = keep(path);
   query = keep(query);
-  kept_.SetOrigin(live.origin);  // its views are the generation's config
-  kept_.remote_addr = keep(live.remote_addr);
-  kept_.headers.assign(headers.begin(), headers.end());
-  for (Header& h : kept_.headers) {
+  kept_ = std::make_unique<Request>();
+  kept_->SetOrigin(live.origin);  // its views are the generation's config
+  kept_->remote_addr = keep(live.remote_addr);
+  kept_->headers.assign(headers.begin(), headers.end());
+  for (Header& h : kept_->headers) {
     h.name = keep(h.name);
     h.value = keep(h.value);
   }
-  request_ = &kept_;
-  headers = kept_.headers;
+  request_ = kept_.get();
+  headers = kept_->headers;
   // A capture's name views the route's pattern, valid for the generation.
   params_.assign(params.begin(), params.end());
   for (PathParam& p : params_) p.value = keep(p.value);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <luajit-2.1/lua.hpp>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,8 +47,8 @@ class RequestSource {
  private:
   const Request* request_ = nullptr;  // the request, then kept_
   // After Keep: what Request::Client() reads (origin, headers, remote_addr),
-  // viewing bytes_.
-  Request kept_;
+  // viewing bytes_. Made by Keep: a Request is large to construct.
+  std::unique_ptr<Request> kept_;
   std::string bytes_;
   std::vector<PathParam> params_;
 };
