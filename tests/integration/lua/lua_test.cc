@@ -71,6 +71,12 @@ TEST_F(LuaTest, RequestFieldsReadAfterAWait) {
         "\"agent\":\"late/2\"", "\"client\":\"127.0.0.1\"", "\"body\":\"\""}) {
     EXPECT_NE(r.body.find(want), std::string::npos) << want << " in " << r.body;
   }
+  // Behind a trusted proxy (loopback is, by default) the client is the one
+  // it forwarded for: read after the wait, from the kept headers.
+  HttpResponse fwd = Exchange(
+      port(), GetRequest("/app?do=late", "X-Forwarded-For: 203.0.113.7\r\n"));
+  EXPECT_NE(fwd.body.find("\"client\":\"203.0.113.7\""), std::string::npos)
+      << fwd.body;
   Connection c = Connection::Open(port());
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c.Send(
