@@ -221,8 +221,8 @@ class Bench:
         base_url = f"http://127.0.0.1:{gb.port}/hello"
         cpu = {"gearboxd": gb.pids}
         conc = 8
-        self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids, tag=f"{kind}-baseline",
-                 gearbox=gb)
+        base = self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids,
+                        tag=f"{kind}-baseline", gearbox=gb)
         time.sleep(0.3)
         rss0, slab0 = rss_kib(gb.pids()), slab_kib()
         st0 = gb.status()
@@ -261,6 +261,9 @@ class Bench:
             res["p50_ms"], res["p99_ms"] = r["p50_ms"], r["p99_ms"]
             res["rps"], res["errors"], res["non2xx"] = r["rps"], r["errors"], r["non2xx"]
             res["wrk_conc"] = conc
+            # Other jobs' CPU during either wrk run: the rate ratio is unreliable then.
+            res["foreign_cpu_cores"] = max(r.get("foreign_cpu_cores") or 0,
+                                           base.get("foreign_cpu_cores") or 0)
             st1 = gb.status()
             if st0 and st_held and st1:
                 # prefork: slow heads its head guard took over, counted before the load

@@ -151,10 +151,18 @@ def quick_checks(runs, idle):
                   f"header_timeout)", i.get("answered") == n and i.get("held_before") == n
                   and i.get("held_after") == n,
                   f"started {i.get('answered')}, held {i.get('held_before')} -> {i.get('held_after')}")
-            check(f"{i['server']} slow: /hello keeps >= 30% of its rate while they trickle, no errors",
-                  ratio is not None and ratio >= 0.3 and i.get("errors") == 0 and i.get("non2xx") == 0,
+            check(f"{i['server']} slow: /hello answered without errors while they trickle",
+                  i.get("errors") == 0 and i.get("non2xx") == 0,
+                  f"errors {i.get('errors')}, non-2xx {i.get('non2xx')}")
+            # A rate measured beside other jobs' load is a figure, not a verdict:
+            # the two runs compared are seconds apart.
+            noisy = (i.get("foreign_cpu_cores") or 0) > NOISY_CORES
+            check(f"{i['server']} slow: /hello keeps >= 30% of its rate while they trickle",
+                  ratio is not None and ratio >= 0.3,
                   f"{_f(i.get('rps'))} vs {_f(base['rps'] if base else None)} req/s without "
-                  f"({_f(ratio, 2)}x), errors {i.get('errors')}, non-2xx {i.get('non2xx')}")
+                  f"({_f(ratio, 2)}x)"
+                  + (f"; NOISY (other jobs used {i['foreign_cpu_cores']:.2f} cores): reported, "
+                     "not asserted" if noisy else ""), fatal=not noisy)
             if i["server"].startswith("prefork"):
                 check(f"{i['server']} slow: the head guard took every slow head", i.get("parked") == n,
                       f"parked {i.get('parked')} of {n}")
