@@ -40,8 +40,7 @@ struct SocketAddress {
   int family = AF_INET;
 };
 
-// "unix:/path": a stale socket file from a previous run would make bind()
-// fail, so it is removed here.
+// "unix:/path".
 std::variant<SocketAddress, std::string> UnixAddress(std::string_view path) {
   SocketAddress sa;
   auto* sun = reinterpret_cast<sockaddr_un*>(&sa.storage);
@@ -52,10 +51,13 @@ std::variant<SocketAddress, std::string> UnixAddress(std::string_view path) {
   sa.len =
       static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
   sa.family = AF_UNIX;
-  struct stat st;
-  if (lstat(sun->sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
-    unlink(sun->sun_path);
   return sa;
+}
+
+// A stale socket file from a previous run would make bind() fail.
+void RemoveStaleSocket(const char* path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path);
 }
 
 // "host:port", "[v6]:port", "*:port" or ":port" (all IPv4 interfaces).
@@ -115,6 +117,7 @@ std::variant<int, std::string> OpenListeningSocket(const ListenConfig& lc,
     if (sa.family == AF_INET6)
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
   }
+  if (sa.family == AF_UNIX) RemoveStaleSocket(lc.address.c_str() + 5);
   if (bind(fd, reinterpret_cast<const sockaddr*>(&sa.storage), sa.len) != 0)
     return CloseWithError(fd, "bind", lc.address);
   if (sa.family == AF_UNIX) chmod(lc.address.c_str() + 5, lc.unix_mode);
