@@ -7,6 +7,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -180,28 +181,37 @@ class Builder {
  private:
   static constexpr int kObject = -1;  // in open_: an object, else an index
 
+  // Sized for a small container (a database row, its array): an array's
+  // first slots live in the table's own allocation, an object's first keys
+  // need no rehash as they arrive.
   bool Open(int kind) {
-    if (open_.size() >= kMaxDepth || !lua_checkstack(L_, 4)) return false;
-    lua_newtable(L_);
-    open_.push_back(kind);
+    if (depth_ >= kMaxDepth || !lua_checkstack(L_, 4)) return false;
+    if (kind == kObject) {
+      lua_createtable(L_, 0, 4);
+    } else {
+      lua_createtable(L_, 4, 0);
+    }
+    open_[depth_++] = kind;
     return true;
   }
   bool Close() {
-    open_.pop_back();
+    --depth_;
     return Stored();
   }
   bool Stored() {
-    if (open_.empty()) return true;  // the top-level value stays
-    if (open_.back() == kObject) {
+    if (depth_ == 0) return true;  // the top-level value stays
+    int& open = open_[depth_ - 1];
+    if (open == kObject) {
       lua_rawset(L_, -3);
     } else {
-      lua_rawseti(L_, -2, ++open_.back());
+      lua_rawseti(L_, -2, ++open);
     }
     return true;
   }
 
   lua_State* L_;
-  std::vector<int> open_;
+  std::array<int, kMaxDepth> open_;  // per open container: kObject or a count
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -113,6 +113,13 @@ TEST_F(LuaTest, RequestKeptPastItsRequestRaises) {
       << body;
 }
 
+TEST_F(LuaTest, JsonDecode) {
+  ASSERT_NO_FATAL_FAILURE(StartApp());
+  HttpResponse r = Get("/app?do=decode");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body, "6 6 true true x 1.5 2 0\n");
+}
+
 // HEAD falls back to GET: its head, no body (read up to the close: the
 // client cannot frame a HEAD response by its Content-Length).
 TEST_F(LuaTest, HeadFallsBackToGet) {

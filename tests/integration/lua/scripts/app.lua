@@ -73,9 +73,19 @@ local function stale()
   return 200, tostring(ok) .. " " .. tostring(err) .. "\n"
 end
 
+-- gearbox.json.decode: nesting, and containers past the sizes a decoded
+-- table starts with.
+local function decode()
+  local v = json.decode('{"a":[1,2,3,4,5,6],"b":{"c":null,"d":true,"e":"x",' ..
+                        '"f":1.5,"g":2,"h":[]}}')
+  local b = v.b
+  return 200, table.concat({ #v.a, v.a[6], tostring(b.c == gearbox.null),
+                             tostring(b.d), b.e, b.f, b.g, #b.h }, " ") .. "\n"
+end
+
 local routes = {
   sleep = sleep, hot = hot_loop, tcp = tcp, memory = memory,
-  late = late, keep = keep, stale = stale,
+  late = late, keep = keep, stale = stale, decode = decode,
   error = function() local t = nil; return 200, t.field end,
   badstatus = function() return "teapot" end,
 }
