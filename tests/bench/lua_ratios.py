@@ -21,6 +21,11 @@ LD_LIBRARY_PATH at OpenResty's libluajit. The results name each side's LuaJIT.
 
   python3 tests/bench/lua_ratios.py [--rounds 5] [--duration 3] [--out FILE.md]
   GEARBOXD=/path/to/gearboxd python3 tests/bench/lua_ratios.py --only models
+  python3 tests/bench/lua_ratios.py --ab OLD_GEARBOXD   # /lua and /text, OLD vs NEW
+
+--ab compares two builds instead: per model, a fresh OLD and a fresh NEW daemon
+in turn each round, /lua and /text on each: the Lua route's CPU per request
+before and after a change, with the text route as the host's yardstick.
 """
 import argparse
 import os
@@ -128,6 +133,33 @@ def part_models(gearboxd, a, work):
         lines.append(row("Lua /hello vs text", label, m["lua"], m["text"], ">= 0.8"))
         lines.append(row("Lua sleep(0.001) vs wait ms=1", label, m["luasleep"], m["wait"],
                          ">= 0.8"))
+    return lines
+
+
+def part_ab(old, new, a, work):
+    runs = {}
+    for label, model, section in MODELS:
+        print(f"{label}: OLD and NEW, /lua and /text", flush=True)
+        for _ in range(a.rounds):
+            for side, binary in (("OLD", old), ("NEW", new)):
+                p, port = start_gearbox(binary, model, section, work)
+                try:
+                    for path in ("lua", "text"):
+                        runs.setdefault((label, side, path), []).append(
+                            measure(lambda: bs.proc_tree(p.pid),
+                                    f"http://127.0.0.1:{port}/{path}", a.duration))
+                finally:
+                    bs.stop_proc(p)
+    lines = ["| model | side | /lua req/s | /lua CPU us/req (min-max) | /text CPU us/req | "
+             "Lua/text CPU |", "|---|---|---|---|---|---|"]
+    for label, _, _ in MODELS:
+        for side in ("OLD", "NEW"):
+            lua, text = runs[(label, side, "lua")], runs[(label, side, "text")]
+            cpu = sorted(r[1] for r in lua)
+            t = statistics.median(r[1] for r in text)
+            lines.append(f"| {label} | {side} | {statistics.median(r[0] for r in lua):.0f} | "
+                         f"{statistics.median(cpu):.2f} ({cpu[0]:.2f}-{cpu[-1]:.2f}) | "
+                         f"{t:.2f} | {statistics.median(cpu) / t:.2f} |")
     return lines
 
 
@@ -258,6 +290,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=3)
     ap.add_argument("--only", default=",".join(PARTS), help="comma list of " + ", ".join(PARTS))
+    ap.add_argument("--ab", metavar="OLD_GEARBOXD")
     ap.add_argument("--out")
     a = ap.parse_args()
     gearboxd = os.environ.get("GEARBOXD") or os.path.join(bs.ROOT, "bazel-bin/daemon/gearboxd")
@@ -274,6 +307,16 @@ def run(a, gearboxd, work):
     parts = [p for p in a.only.split(",") if p]
     load0, t0 = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     facts, rows = [], []
+    if a.ab:
+        rows = part_ab(a.ab, gearboxd, a, work)
+        text = (f"# Lua /hello, OLD {a.ab} vs NEW {gearboxd}, {t0}, load "
+                f"{load0[0]:.1f} -> {os.getloadavg()[0]:.1f}; wrk -t2 -c64 direct, "
+                f"{a.rounds} rounds x {a.duration} s, medians\n\n" + "\n".join(rows) + "\n")
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+        return
     if "models" in parts:
         rows += part_models(gearboxd, a, work)
     if "nginx" in parts:
