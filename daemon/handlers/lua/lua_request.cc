@@ -183,8 +183,8 @@ void PushField(lua_State* L, Field field, const RequestSource& source,
 
 // req's __index: builds a lazy field on its first read and keeps it in req.
 // Only the coroutine req was made for can build it (host.current is its
-// context while it runs); a req kept past its request raises an error
-// instead of reading another request's data.
+// context while it runs); a req kept past its request, or read from another
+// request, raises an error instead of reading the wrong request's data.
 int IndexRequest(lua_State* L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   size_t len;
@@ -195,7 +195,7 @@ int IndexRequest(lua_State* L) {
   const WaitCtx* ctx = host.current;
   if (!ctx || !ctx->source || ctx->req != lua_topointer(L, 1)) {
     return luaL_error(L,
-                      "req.%s: read after its request ended (copy what you "
+                      "req.%s: read outside its own request (copy what you "
                       "keep of req while the request runs)",
                       key);
   }

@@ -108,7 +108,7 @@ TEST_F(LuaTest, RequestKeptPastItsRequestRaises) {
     body = r.body;
   }
   EXPECT_EQ(body.rfind("false ", 0), 0u) << body;
-  EXPECT_NE(body.find("req.headers: read after its request ended"),
+  EXPECT_NE(body.find("req.headers: read outside its own request"),
             std::string::npos)
       << body;
 }
