@@ -54,6 +54,16 @@ void WorkerHome::Signal(int wake) {
   if (w.waiter) driver_->Deliver(w.waiter, false);
 }
 
+void WorkerHome::Rearm(int wake) {
+  if (wake == -1) return;
+  if (!driver_) {
+    uint64_t count;
+    (void)!read(wake, &count, sizeof count);  // EAGAIN when unsignalled
+    return;
+  }
+  wakes_[WakeIndex(wake)].signalled = false;
+}
+
 void WorkerHome::FreeWake(int wake) {
   if (wake == -1) return;
   if (!driver_) {

@@ -51,6 +51,9 @@ class WorkerHome {
   // called. -1 when none could be had (an eventfd: EMFILE).
   int NewWake();
   void Signal(int wake);
+  // Takes back a signal that has been acted on: the next wait on the wake
+  // blocks until the next Signal (a wake waited on more than once).
+  void Rearm(int wake);
   // Ends a wake, signalled or not.
   void FreeWake(int wake);
 

@@ -383,6 +383,51 @@ EOT
   expect "http://127.0.0.1:$1/pipeslow?n=7&s=0" 200 '[{"n":7,"pipeslow_query":""}]'
 }
 
+# A query that outlives its exchange's timeout by far, with others behind it
+# on the one pipelined connection (pool 1, timeout 2 s): once its exchange is
+# gone (504 at 2 s) no new request joins the connection, and 1 s later
+# (kStallBound) the query is cancelled and the connection reset. The two
+# behind it (sent at 1.5 s, deadline 3.5 s) get 502 before their own
+# deadline; one that came at 2.5 s waited for a connection of its own and is
+# served. Without the bound the late one rides behind the stuck query too
+# and all three get 504.
+check_pipeline_stall() {  # PORT LOG
+  local out
+  out=$(python3 - "$1" <<'EOT'
+import http.client, json, sys, threading, time
+port = int(sys.argv[1])
+start = time.monotonic()
+out = {}
+def get(name, path, at):
+    time.sleep(max(0.0, start + at - time.monotonic()))
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    out[name] = [r.status, round(time.monotonic() - start, 2)]
+plan = [("stuck", "/pipeslow?n=0&s=30", 0), ("behind1", "/pipeslow?n=1&s=0", 1.5),
+        ("behind2", "/pipeslow?n=2&s=0", 1.5), ("late", "/pipeslow?n=3&s=0", 2.5)]
+ts = [threading.Thread(target=get, args=p) for p in plan]
+for t in ts: t.start()
+for t in ts: t.join()
+print(json.dumps(out, sort_keys=True))
+EOT
+)
+  say "  pipeline behind a stuck query: $out"
+  python3 - "$out" <<'EOT' || fail "pipeline behind a stuck query: $out"
+import json, sys
+got = json.loads(sys.argv[1])
+assert got["stuck"][0] == 504, got
+for name in ("behind1", "behind2"):
+    assert got[name][0] == 502 and got[name][1] < 3.45, got   # before their 3.5 s deadline
+assert got["late"][0] == 200 and got["late"][1] < 4.0, got
+EOT
+  wait_for "grep -q 'event=postgres_pipeline_reset route=/pipeslow' '$2'" 5 ||
+    fail "no postgres_pipeline_reset logged"
+  wait_for "[[ \$(running_for pipeslow_query '0 seconds') == 0 ]]" 3 ||
+    fail "the stuck query still runs after the reset"
+}
+
 # A PREPARE that fails after its client hung up, with another segment riding
 # behind it on the connection: the statement leaves the connection's cache,
 # so the next request prepares it again (without that it would execute a

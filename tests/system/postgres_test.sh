@@ -443,7 +443,8 @@ for model in $MODELS; do
     check_async_concurrency "$port"
     check_pipeline "$port" "$log"
     check_orphan_prepare "$port"
-    say "  pipelines: a failing query, a timed-out one, the others answered, a prepare orphaned by its client ok"
+    check_pipeline_stall "$port" "$log"
+    say "  pipelines: a failing query, a timed-out one, the others answered, a prepare orphaned by its client, a stuck query reset ok"
   fi
   check_server_stop "$base" "$port"
   say "  database stop: quick 502s, daemon up; restart: served again ok"

@@ -53,8 +53,9 @@ PgExchange::~PgExchange() {
 }
 
 Step PgExchange::Resume(const Wake& wake, Response& response) {
-  if (wake.why == Wake::Why::kDeadline) {
-    // Only a connect is timed here (every other wait is unbounded).
+  if (wake.why == Wake::Why::kDeadline && phase_ != Phase::kSegment) {
+    // Only a connect is timed here, and a segment behind a stalled query
+    // (AwaitStalled): every other wait is unbounded.
     return ConnectTimedOut(response);
   }
   switch (phase_) {

@@ -97,11 +97,15 @@ class PgExchange final : public Exchange, private PgSegment {
   bool SendDeallocations(PGconn* conn);
   void OnDeallocated(PGresult* result);
   Step AwaitSegment(const Wake& wake, Response& response);
+  // Behind a query whose exchange went away: waits at most until the
+  // connection's stall passes kStallBound, then resets it.
+  Step AwaitStalled(Response& response);
   Step SegmentDone(Response& response);
   void OnResult(PGresult* result) override;
   void OnCommandEnd() override;
   void OnSync() override;
   void OnLost() override;
+  void OnStalled() override;
   // Gone before its sync point: alone on the connection, the query is
   // cancelled and the connection closed; behind or before others, its
   // results are dropped as they come.

@@ -27,6 +27,7 @@ void PgPool::Drain(PgSlot* slot) {
       slot->inflight.pop_front();
       ++ended;
       if (head) head->OnSync();
+      MarkStall(slot);
       PQsetSingleRowMode(conn);
       continue;
     }
@@ -46,6 +47,18 @@ void PgPool::Drain(PgSlot* slot) {
   for (; ended > 0; --ended) {
     if (!slot->inflight.empty() && waiters_.empty()) break;
     Release(slot);
+  }
+}
+
+void PgPool::MarkStall(PgSlot* slot) {
+  if (!slot->HeadAbandoned()) {
+    slot->stalled_since = {};
+    return;
+  }
+  if (slot->stalled()) return;
+  slot->stalled_since = Clock::now();
+  for (PgSegment* segment : slot->inflight) {
+    if (segment) segment->OnStalled();
   }
 }
 

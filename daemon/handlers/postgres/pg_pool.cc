@@ -91,7 +91,7 @@ PgSlot* PgPool::TakeIdle(PgSlot** first_empty) {
 PgSlot* PgPool::RoomiestPipelined() {
   PgSlot* join = nullptr;
   for (PgSlot& slot : slots_) {
-    if (slot.pipelined && !slot.inflight.empty() &&
+    if (slot.pipelined && !slot.inflight.empty() && !slot.stalled() &&
         slot.inflight.size() < pipeline_ &&
         (!join || slot.inflight.size() < join->inflight.size())) {
       join = &slot;
@@ -139,6 +139,7 @@ void PgPool::Drop(PgSlot* slot) {
   slot->pipelined = false;
   slot->inflight.clear();
   slot->orphans.clear();
+  slot->stalled_since = {};
   slot->statements.Clear();
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);

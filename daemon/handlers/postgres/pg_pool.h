@@ -46,7 +46,32 @@ struct PgSlot {
   std::deque<PgSegment*> inflight;
   // Segments of exchanges that went away, still on the wire (in inflight).
   std::vector<std::unique_ptr<OrphanSegment>> orphans;
+  // Since when the head segment's exchange is gone while its query runs
+  // (the epoch: it is not): no new segment joins the connection, and past
+  // kStallBound it is reset.
+  std::chrono::steady_clock::time_point stalled_since{};
+
+  bool Orphaned(const PgSegment* segment) const {
+    for (const auto& orphan : orphans) {
+      if (orphan.get() == segment) return true;
+    }
+    return false;
+  }
+  // The head segment's exchange went away (dropped or orphaned).
+  bool HeadAbandoned() const {
+    return !inflight.empty() &&
+           (!inflight.front() || Orphaned(inflight.front()));
+  }
+  bool stalled() const {
+    return stalled_since != std::chrono::steady_clock::time_point{};
+  }
 };
+
+// How long a pipelined connection may stay behind a query whose exchange
+// went away (a timeout, a client gone) before that query is cancelled and
+// the connection reset, the segments behind it answered 502: their own
+// deadlines would answer them 504 later, and the query may never end.
+inline constexpr std::chrono::milliseconds kStallBound{1000};
 
 // An exchange waiting for a connection (a member of the exchange).
 struct PgWaiter {
@@ -94,6 +119,10 @@ class PgPool {
   void Drain(PgSlot* slot);
   // A connection that broke with segments on it: each OnLost, then Drop.
   void FailPipeline(PgSlot* slot);
+  // After the head segment changed or went away: stalled_since set when the
+  // head's exchange is gone (each segment behind it told OnStalled), else
+  // cleared.
+  void MarkStall(PgSlot* slot);
   WorkerHome* home() const { return home_; }
   // The caller's slot's connection is closed (broken, or abandoned
   // mid-query): the slot is empty again, and the first waiter is woken

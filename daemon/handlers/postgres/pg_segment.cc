@@ -11,16 +11,6 @@
 #include "daemon/logging.h"
 
 namespace gearbox::postgres {
-namespace {
-
-bool IsOrphan(const PgSlot& slot, const PgSegment* segment) {
-  for (const auto& orphan : slot.orphans) {
-    if (orphan.get() == segment) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 Step PgExchange::SendSegment(Response& response) {
   PGconn* conn = slot_->conn;
@@ -127,7 +117,33 @@ Step PgExchange::AwaitSegment(const Wake& wake, Response& response) {
                          kUntilRequestDeadline);
   }
   if (wake_ == -1) return Fail(response, kNoResources);
+  // Neither synced nor lost: a signal that came was a stall notice.
+  pool_->home()->Rearm(wake_);
+  if (slot_->stalled()) return AwaitStalled(response);
   return Step::WaitFds({{wake_, kFdReadable}}, kUntilRequestDeadline);
+}
+
+Step PgExchange::AwaitStalled(Response& response) {
+  const auto left = slot_->stalled_since + kStallBound - Clock::now();
+  if (left > Clock::duration::zero()) {
+    return Step::WaitFds({{wake_, kFdReadable}},
+                         std::chrono::ceil<std::chrono::microseconds>(left));
+  }
+  PgSlot* slot = slot_;
+  const bool queued = CancelInBackground(slot->conn, pool_->route());
+  LogWarn("postgres_pipeline_reset",
+          "route={} stalled_ms={} segments={} backend_pid={} queued={}",
+          LogQuote(pool_->route()),
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              Clock::now() - slot->stalled_since)
+              .count(),
+          slot->inflight.size(), PQbackendPID(slot->conn), queued);
+  pool_->FailPipeline(slot);  // every segment's OnLost, this one's too
+  return SegmentDone(response);
+}
+
+void PgExchange::OnStalled() {
+  if (wake_ != -1) pool_->home()->Signal(wake_);  // re-waits, bounded
 }
 
 void PgExchange::OnResult(PGresult* result) {
@@ -245,7 +261,7 @@ void PgExchange::Abandon() {
   const bool others_ride = std::any_of(
       slot->inflight.begin(), slot->inflight.end(), [&](PgSegment* segment) {
         return segment && segment != static_cast<PgSegment*>(this) &&
-               !IsOrphan(*slot, segment);
+               !slot->Orphaned(segment);
       });
   if (others_ride) {
     // Its results are dropped as they come; the orphan, if any, still reads
@@ -261,6 +277,7 @@ void PgExchange::Abandon() {
     }
     std::replace(slot->inflight.begin(), slot->inflight.end(),
                  static_cast<PgSegment*>(this), heir);
+    pool_->MarkStall(slot);
     return;
   }
   // Nobody else waits on the connection: cancel the query and close it, as

@@ -20,6 +20,9 @@ class PgSegment {
   virtual void OnCommandEnd() = 0;              // PQgetResult returned null
   virtual void OnSync() = 0;  // its sync point: the segment is over
   virtual void OnLost() = 0;  // the connection broke first
+  // The segment at the head of the connection went away while its query
+  // runs: a segment behind it bounds its wait (PgExchange::AwaitStalled).
+  virtual void OnStalled() {}
 
  protected:
   ~PgSegment() = default;
