@@ -89,6 +89,40 @@ TEST(WorkerHomeTest, AWakeIsDeliveredWhetherSignalledBeforeOrAfterTheWait) {
   EXPECT_TRUE(driver.registered.empty());  // no fd, no registration
 }
 
+TEST(WorkerHomeTest, ARearmedWakeWaitsForTheNextSignal) {
+  RecordingDriver driver;
+  WorkerHome home(&driver);
+  int waiter = 0;
+  const int wake = home.NewWake();
+  home.Signal(wake);
+  EXPECT_TRUE(home.Attach(wake, 1, &waiter));
+  EXPECT_EQ(driver.delivered.size(), 1u);
+  home.Detach(wake);
+  // Waited on again without a rearm: the old signal is delivered again.
+  EXPECT_TRUE(home.Attach(wake, 1, &waiter));
+  EXPECT_EQ(driver.delivered.size(), 2u);
+  home.Detach(wake);
+  home.Rearm(wake);
+  EXPECT_TRUE(home.Attach(wake, 1, &waiter));
+  EXPECT_EQ(driver.delivered.size(), 2u);
+  home.Signal(wake);
+  EXPECT_EQ(driver.delivered.size(), 3u);
+}
+
+TEST(WorkerHomeTest, ARearmedEventfdWakeIsNotReadable) {
+  WorkerHome home;
+  const int wake = home.NewWake();
+  ASSERT_GE(wake, 0);
+  pollfd p = {wake, POLLIN, 0};
+  home.Signal(wake);
+  EXPECT_EQ(poll(&p, 1, 0), 1);
+  home.Rearm(wake);
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  home.Rearm(wake);  // unsignalled: nothing to take back
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  home.FreeWake(wake);
+}
+
 TEST(WorkerHomeTest, WithoutADriverWakesAreEventfdsAndNothingIsWatched) {
   WorkerHome home;
   int idle = 0;
