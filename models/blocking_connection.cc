@@ -116,7 +116,8 @@ void WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
 // core looks again at once; the policy may take the connection back instead.
 class BlockingPort {
  public:
-  BlockingPort(BlockingConnection& c, Sleeper& sleeper, BlockingPolicy& policy,
+  // `sleeper` is used only when a handler waits on a timer.
+  BlockingPort(BlockingConnection& c, Sleeper* sleeper, BlockingPolicy& policy,
                bool read_first)
       : c_(c), sleeper_(sleeper), policy_(policy), read_first_(read_first) {}
 
@@ -157,7 +158,7 @@ class BlockingPort {
   }
   bool AwaitHandler(const Interest& i, Clock::time_point now) {
     policy_.WillWait();
-    WaitHandler(c_, i, sleeper_, now);
+    WaitHandler(c_, i, *sleeper_, now);
     return true;
   }
   void HandOff() { Close(); }  // no head-only connections here
@@ -168,7 +169,7 @@ class BlockingPort {
 
  private:
   BlockingConnection& c_;
-  Sleeper& sleeper_;
+  Sleeper* sleeper_;
   BlockingPolicy& policy_;
   bool read_first_;
   // A request was processed since the last wait for bytes: the next read,
@@ -239,7 +240,7 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
   c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
   if (c.conn.has_input()) c.conn.Process(Clock::now());
-  BlockingPort port(c, *ctx.sleeper, policy, read_first);
+  BlockingPort port(c, ctx.sleeper, policy, read_first);
   Drive(port, c.conn);
   return port.outcome();
 }

@@ -86,6 +86,16 @@ class GuardLoop {
     env_.response = &response_;
   }
 
+  // The guard process exits after Run(); a loop run in a test's thread frees
+  // what it made.
+  ~GuardLoop() {
+    for (event* e : {park_event_, unpark_event_, term_event_})
+      if (e) event_free(e);
+    if (base_) event_base_free(base_);
+  }
+  GuardLoop(const GuardLoop&) = delete;
+  GuardLoop& operator=(const GuardLoop&) = delete;
+
   // Runs until parking is over and every held connection is dealt with, or
   // SIGTERM (then what is held is closed). Returns false if libevent fails.
   bool Run() {
