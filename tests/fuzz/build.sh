@@ -111,6 +111,13 @@ http_syntax_sources() {
     daemon/http/field_values.cc
 }
 
+# //daemon:request's sources (the config fuzzer links the handlers, which
+# reach all of them).
+request_sources() {
+  echo daemon/client_address.cc daemon/handler.cc daemon/request.cc \
+    daemon/response.cc daemon/worker_home.cc
+}
+
 LLHTTP=("$LLHTTP_SRC/api.c" "$LLHTTP_SRC/http.c" "$LLHTTP_SRC/llhttp.c")
 
 build_http() {
@@ -186,9 +193,7 @@ build_config() {
   link config_loader_fuzzer tests/fuzz/config_loader_fuzzer.cc \
     $(config_sources) "$OUT/gen/config/default_config.cc" \
     daemon/handlers/*.cc daemon/handlers/postgres/*.cc \
-    daemon/handlers/lua/*.cc daemon/handler.cc daemon/worker_home.cc \
-    $(http_syntax_sources) \
-    daemon/request.cc daemon/response.cc \
+    daemon/handlers/lua/*.cc $(request_sources) $(http_syntax_sources) \
     daemon/metrics/worker_stats.cc daemon/metrics/lifetime_stats.cc \
     daemon/metrics/route_reporter.cc daemon/metrics/route_history.cc \
     daemon/advisor/advisor.cc \
