@@ -14,35 +14,21 @@
 set -euo pipefail
 
 MODEL="${1:?usage: client_address_test.sh MODEL}"
-RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}"
-GEARBOXD="$RUNFILES/daemon/gearboxd"
-[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
-MODULE="$RUNFILES/tests/modules/libcontract.so"
-[[ -f "$MODULE" ]] || MODULE="$PWD/tests/modules/libcontract.so"
+lib="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}/tests/support/lib.sh"
+[[ -f "$lib" ]] || lib="$(dirname "${BASH_SOURCE[0]}")/../../support/lib.sh"
+# shellcheck source=tests/support/lib.sh
+source "$lib"
+GEARBOXD="$(gearboxd_path)"
+MODULE="$(runfile tests/modules/libcontract.so)"
 SCRIPT="$(realpath "$(dirname "$0")/client.lua")"
-
-fail() {
-  echo "FAIL [$MODEL]: $*" >&2
-  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
-    echo "--- gearboxd log ---" >&2
-    tail -30 "$LOG" >&2
-  fi
-  exit 1
-}
+LOG_TAIL=30
 set -E
 trap 'fail "line $LINENO: a command failed"' ERR
 
 command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not found: apt-get install libfcgi-bin"
 [[ -f "$MODULE" ]] || fail "libcontract.so not found in the runfiles"
 
-# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
-WORK="${TEST_TMPDIR:-/tmp}/fcgi-client"
-OWN_WORK=""
-if (( ${#WORK} > 80 )); then
-  WORK="$(mktemp -d /tmp/gearbox-fcgi-client.XXXXXX)"
-  OWN_WORK="$WORK"
-fi
-mkdir -p "$WORK"
+make_work fcgi-client
 SOCK="$WORK/fcgi.sock"
 CONF="$WORK/gearbox.toml"
 LOG="$WORK/gearboxd.log"
@@ -88,33 +74,15 @@ handler = "lua"
 script = "$SCRIPT"
 EOF
 
-"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
-"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
-PID=$!
-
-cleanup() {
-  if kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
-  fi
-  [[ -n "$OWN_WORK" ]] && rm -rf "$OWN_WORK"
-  return 0
-}
-trap cleanup EXIT
+start_gearboxd "$CONF"
 
 # The TCP listener's port, from its `event=listening ... bound=127.0.0.1:N` line.
-TCP=""
-for _ in $(seq 100); do
-  TCP="$(sed -n 's/.*event=listening name=fcgi-tcp .*bound=\(127\.0\.0\.1:[0-9]*\).*/\1/p' "$LOG" | head -n 1)"
-  [[ -S "$SOCK" && -n "$TCP" ]] && break
-  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
-  sleep 0.1
-done
-[[ -S "$SOCK" && -n "$TCP" ]] || fail "no listeners after 10s"
+tcp_bound() {
+  sed -n 's/.*event=listening name=fcgi-tcp .*bound=\(127\.0\.0\.1:[0-9]*\).*/\1/p' "$LOG" | head -n 1
+}
+listening() { [[ -S "$SOCK" && -n "$(tcp_bound)" ]]; }
+wait_listening 10 listening
+TCP="$(tcp_bound)"
 
 # The body of GET `uri` through `where` (a socket path or host:port), with the
 # extra VAR=VALUE params given.

@@ -11,19 +11,14 @@
 set -euo pipefail
 
 MODEL="${1:?usage: fastcgi_test.sh MODEL}"
-GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
-[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
+lib="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}/tests/support/lib.sh"
+[[ -f "$lib" ]] || lib="$(dirname "${BASH_SOURCE[0]}")/../../support/lib.sh"
+# shellcheck source=tests/support/lib.sh
+source "$lib"
+GEARBOXD="$(gearboxd_path)"
 SLOW_CLIENT="$(dirname "$0")/slow_fcgi_client.py"
 FCGI_GET="$(dirname "$0")/fcgi_get.py"
-
-fail() {
-  echo "FAIL [$MODEL]: $*" >&2
-  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
-    echo "--- gearboxd log ---" >&2
-    cat "$LOG" >&2
-  fi
-  exit 1
-}
+LOG_TAIL=+1  # all of it
 
 set -E
 trap 'fail "line $LINENO: a command failed"' ERR
@@ -32,14 +27,7 @@ command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not found: apt-get install libf
 command -v python3 >/dev/null || fail "python3 not found: apt-get install python3"
 [[ -x "$GEARBOXD" ]] || fail "gearboxd not found in the runfiles"
 
-# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
-WORK="${TEST_TMPDIR:-/tmp}/fcgi"
-OWN_WORK=""
-if (( ${#WORK} > 80 )); then
-  WORK="$(mktemp -d /tmp/gearbox-fcgi.XXXXXX)"
-  OWN_WORK="$WORK"
-fi
-mkdir -p "$WORK"
+make_work fcgi
 SOCK="$WORK/fcgi.sock"
 CONF="$WORK/gearbox.toml"
 LOG="$WORK/gearboxd.log"
@@ -103,38 +91,8 @@ max_us = 5000000
 timeout = "300ms"
 EOF
 
-"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
-
-"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
-PID=$!
-
-stop_daemon() {
-  # SIGTERM (graceful), bounded wait, then SIGKILL; only our own PID.
-  if kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
-  fi
-}
-cleanup() {
-  stop_daemon
-  if [[ -n "$OWN_WORK" ]]; then
-    [[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]] &&
-      cp "$LOG" "$TEST_UNDECLARED_OUTPUTS_DIR/gearboxd-$MODEL.log" 2>/dev/null
-    rm -rf "$OWN_WORK"
-  fi
-}
-trap cleanup EXIT
-
-for _ in $(seq 100); do
-  [[ -S "$SOCK" ]] && break
-  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
-  sleep 0.1
-done
-[[ -S "$SOCK" ]] || fail "no socket at $SOCK after 10s"
+start_gearboxd "$CONF"
+wait_listening 10 test -S "$SOCK"
 
 # fcgi VAR=VALUE... : one request; the environment is exactly the CGI params.
 fcgi() {
@@ -284,10 +242,8 @@ if [[ "$MODEL" == prefork ]]; then
   expect_eq "killed: the request id sent" "7" "$(sed -n 's/^ids=//p' <<<"$out")"
   expect_eq "killed: FCGI_REQUEST_COMPLETE" "0" \
     "$(sed -n 's/^end_status=//p' <<<"$out")"
-  for _ in $(seq 50); do  # the master folds the dead child's counters in
-    [[ "$(request_timeouts)" == "$((before + 1))" ]] && break
-    sleep 0.1
-  done
+  # The master folds the dead child's counters in.
+  wait_for '[[ "$(request_timeouts)" == "$((before + 1))" ]]' 5 || true
   expect_eq "killed: counted once" "$((before + 1))" "$(request_timeouts)"
   grep -q 'event=request_killed' "$LOG" || fail "no event=request_killed"
 fi
@@ -296,11 +252,7 @@ fi
 kill -0 "$PID" 2>/dev/null || fail "gearboxd died"
 kill -TERM "$PID"
 status=0
-for _ in $(seq 100); do
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.1
-done
-kill -0 "$PID" 2>/dev/null && fail "gearboxd still running 10s after SIGTERM"
+wait_until 10 _gearbox_gone "$PID" || fail "gearboxd still running 10s after SIGTERM"
 wait "$PID" || status=$?
 expect_eq "exit status" "0" "$status"
 echo "PASS [$MODEL]: FastCGI over $SOCK"

@@ -47,6 +47,8 @@ def main():
         record(GET_VALUES, 0, pair(b"FCGI_MPXS_CONNS", b"")) +
         record(BEGIN_REQUEST, 1, struct.pack("!HB5x", 1, 0)) +
         record(PARAMS, 1, params[:half]))
+    # The pause is the client's shape under test (a slow sender), not a wait
+    # for the server.
     time.sleep(pause_ms / 1000.0)
     s.sendall(
         record(PARAMS, 1, params[half:]) + record(PARAMS, 1, b"") +

@@ -9,32 +9,20 @@
 set -euo pipefail
 
 MODEL="${1:?usage: many_routes_test.sh MODEL}"
-GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
-[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
+lib="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}/tests/support/lib.sh"
+[[ -f "$lib" ]] || lib="$(dirname "${BASH_SOURCE[0]}")/../../support/lib.sh"
+# shellcheck source=tests/support/lib.sh
+source "$lib"
+GEARBOXD="$(gearboxd_path)"
 ROUTES=100
-
-fail() {
-  echo "FAIL [$MODEL]: $*" >&2
-  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
-    echo "--- gearboxd log ---" >&2
-    tail -30 "$LOG" >&2
-  fi
-  exit 1
-}
+LOG_TAIL=30
 set -E
 trap 'fail "line $LINENO: a command failed"' ERR
 
 command -v curl >/dev/null || fail "curl not found: apt-get install curl"
 command -v python3 >/dev/null || fail "python3 not found"
 
-# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
-WORK="${TEST_TMPDIR:-/tmp}/many"
-OWN_WORK=""
-if (( ${#WORK} > 80 )); then
-  WORK="$(mktemp -d /tmp/gearbox-many.XXXXXX)"
-  OWN_WORK="$WORK"
-fi
-mkdir -p "$WORK"
+make_work many
 SOCK="$WORK/http.sock"
 CONF="$WORK/gearbox.toml"
 LOG="$WORK/gearboxd.log"
@@ -84,30 +72,8 @@ EOF
   done
 } >"$CONF"
 
-"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
-"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
-PID=$!
-
-cleanup() {
-  if kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
-  fi
-  [[ -n "$OWN_WORK" ]] && rm -rf "$OWN_WORK"
-  return 0
-}
-trap cleanup EXIT
-
-for _ in $(seq 100); do
-  [[ -S "$SOCK" ]] && break
-  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
-  sleep 0.1
-done
-[[ -S "$SOCK" ]] || fail "no socket after 10s"
+start_gearboxd "$CONF"
+wait_listening 10 test -S "$SOCK"
 
 # Each route's answer is its own (the routes are all there), then the load:
 # route i asked i % 4 + 1 times in all, over several connections (curl

@@ -7,31 +7,18 @@
 set -euo pipefail
 
 MODEL="${1:?usage: routes_test.sh MODEL}"
-GEARBOXD="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-gearbox}/daemon/gearboxd"
-[[ -x "$GEARBOXD" ]] || GEARBOXD="daemon/gearboxd"
-
-fail() {
-  echo "FAIL [$MODEL]: $*" >&2
-  if [[ -n "${LOG:-}" && -f "$LOG" ]]; then
-    echo "--- gearboxd log ---" >&2
-    tail -50 "$LOG" >&2
-  fi
-  exit 1
-}
+lib="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}/tests/support/lib.sh"
+[[ -f "$lib" ]] || lib="$(dirname "${BASH_SOURCE[0]}")/../../support/lib.sh"
+# shellcheck source=tests/support/lib.sh
+source "$lib"
+GEARBOXD="$(gearboxd_path)"
 set -E
 trap 'fail "line $LINENO: a command failed"' ERR
 
 command -v cgi-fcgi >/dev/null || fail "cgi-fcgi not found: apt-get install libfcgi-bin"
 command -v curl >/dev/null || fail "curl not found: apt-get install curl"
 
-# sun_path holds 107 bytes; Bazel's $TEST_TMPDIR can be longer than that.
-WORK="${TEST_TMPDIR:-/tmp}/routes"
-OWN_WORK=""
-if (( ${#WORK} > 80 )); then
-  WORK="$(mktemp -d /tmp/gearbox-routes.XXXXXX)"
-  OWN_WORK="$WORK"
-fi
-mkdir -p "$WORK"
+make_work routes
 HTTP_SOCK="$WORK/http.sock"
 FCGI_SOCK="$WORK/fcgi.sock"
 CONF="$WORK/gearbox.toml"
@@ -82,30 +69,8 @@ EOF
   route "/hello" "hello" '["GET"]'
 } >"$CONF"
 
-"$GEARBOXD" -t -c "$CONF" >/dev/null 2>&1 || { "$GEARBOXD" -t -c "$CONF" || true; fail "config rejected"; }
-"$GEARBOXD" -c "$CONF" >"$LOG" 2>&1 &
-PID=$!
-
-cleanup() {
-  if kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$PID" 2>/dev/null && kill -KILL "$PID" 2>/dev/null || true
-  fi
-  [[ -n "$OWN_WORK" ]] && rm -rf "$OWN_WORK"
-  return 0
-}
-trap cleanup EXIT
-
-for _ in $(seq 100); do
-  [[ -S "$HTTP_SOCK" && -S "$FCGI_SOCK" ]] && break
-  kill -0 "$PID" 2>/dev/null || fail "gearboxd exited before listening"
-  sleep 0.1
-done
-[[ -S "$HTTP_SOCK" && -S "$FCGI_SOCK" ]] || fail "no sockets after 10s"
+start_gearboxd "$CONF"
+wait_listening 10 test -S "$HTTP_SOCK" -a -S "$FCGI_SOCK"
 
 # "STATUS|ALLOW|BODY" of METHOD TARGET over HTTP.
 ask_http() {
