@@ -60,6 +60,12 @@ class ServerCodec {
   // server may already be reusing the connection.
   virtual bool AnnouncesClose() const { return true; }
 
+  // From now on Parse() stops once a request's head is complete: InBody()
+  // turns true and the body stays unread in the buffer, so nothing is served
+  // here. For a connection whose head goes on to another process (prefork's
+  // head guard), which resumes from the head and reads the body itself.
+  virtual void StopAtBody() = 0;
+
   // Fills in, in `answer` (bytes AppendResponse rendered ahead of time, before
   // the request existed), what only the moment of sending knows: the request
   // last returned by Parse() (FastCGI's request id) and the time (HTTP's

@@ -17,11 +17,12 @@ constexpr size_t kReadChunk = 16384;
 // One non-blocking read into the machine. False: the socket had nothing.
 // The machine's `now` is taken once the bytes are in: requests they complete
 // start then (their service time and handler waits count from it).
-bool ReadSome(BlockingConnection& c) {
+bool ReadSome(BlockingConnection& c, BlockingPolicy& policy) {
   for (;;) {
     char* tail = c.conn.ReadSpace(kReadChunk);
     ssize_t n = recv(c.fd, tail, c.conn.ReadRoom(), MSG_DONTWAIT);
     if (n > 0) {
+      c.conn.set_close_after_response(policy.CloseAfterResponse());
       c.conn.Commit(static_cast<size_t>(n), Clock::now());
       return true;
     }
@@ -37,7 +38,7 @@ bool ReadSome(BlockingConnection& c) {
 // Returns true when the driver goes on, false when the policy took it.
 bool Read(BlockingConnection& c, const Interest& interest,
           BlockingPolicy& policy, bool wait_first, bool* got) {
-  *got = !wait_first && ReadSome(c);
+  *got = !wait_first && ReadSome(c, policy);
   if (*got) return true;
   switch (policy.WaitReadable(c, interest)) {
     case ReadWait::kReadable:
@@ -129,6 +130,7 @@ class BlockingPort {
       outcome_ = ConnectionOutcome::kYield;
       return false;
     }
+    c_.conn.set_close_after_response(policy_.CloseAfterResponse());
     processed_ = true;
     return true;
   }
@@ -161,7 +163,6 @@ class BlockingPort {
     WaitHandler(c_, i, *sleeper_, now);
     return true;
   }
-  void HandOff() { Close(); }  // no head-only connections here
   void Close() {
     CloseBlocking(c_);
     outcome_ = ConnectionOutcome::kClosed;
@@ -237,9 +238,11 @@ ConnectionOutcome ServeBlocking(BlockingConnection& c,
                                 const BlockingContext& ctx,
                                 BlockingPolicy& policy, bool read_first) {
   c.conn.Attach(&ctx.env);
-  c.conn.set_response_policy(&policy);
   // Bytes it brought (handed over, or parked mid-request) are parsed first.
-  if (c.conn.has_input()) c.conn.Process(Clock::now());
+  if (c.conn.has_input()) {
+    c.conn.set_close_after_response(policy.CloseAfterResponse());
+    c.conn.Process(Clock::now());
+  }
   BlockingPort port(c, ctx.sleeper, policy, read_first);
   Drive(port, c.conn);
   return port.outcome();

@@ -61,8 +61,12 @@ enum class ReadWait {
 };
 
 // Per-model behaviour the driver asks for; it never asks which model.
-class BlockingPolicy : public ResponsePolicy {
+class BlockingPolicy {
  public:
+  virtual ~BlockingPolicy() = default;
+  // Bytes are about to be processed: true has the next response ask the peer
+  // to close after it (Connection::set_close_after_response).
+  virtual bool CloseAfterResponse() { return false; }
   // The connection wants bytes and the socket has none right now.
   virtual ReadWait WaitReadable(BlockingConnection& c,
                                 const Interest& interest) = 0;

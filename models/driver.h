@@ -1,7 +1,7 @@
 // The driver core: what every model does with the connection state machine's
 // Interest, written once. Send what is pending (once per change of output),
 // then act on the kind: process buffered requests, wait for bytes, for room
-// to write, for a handler's timer or fds, hand a complete head over, close.
+// to write, for a handler's timer or fds, close.
 //
 // A model supplies only primitives, its Port (Redis's split: ae.c holds the
 // loop's logic once, ae_epoll.c is a page of static functions). A template,
@@ -17,14 +17,13 @@
 //   bool AwaitRead(const Interest&, Clock::time_point now);
 //   bool AwaitWrite(const Interest&, Clock::time_point now);
 //   bool AwaitHandler(const Interest&, Clock::time_point now);
-//   void HandOff();           kHeadReady: the head goes to its next owner
 //   void Close();             kClose: close the fd and count it
 // Each Await* returns true when the driver should look at the machine again
 // now (a blocking model waited and told the machine what happened), false
 // when it returns (an event loop armed its events; a blocking model gave the
 // connection back). After AwaitWrite returns true the driver sends what is
-// pending. After HandOff() and Close() the driver touches nothing: the
-// connection may be gone.
+// pending. After Close(), and after an Await* that returned false, the
+// driver touches nothing: the connection may be gone.
 #pragma once
 
 #include "daemon/connection/connection.h"
@@ -64,9 +63,6 @@ void Drive(Port& port, Connection& conn) {
       case Interest::Kind::kHandler:
         if (!port.AwaitHandler(i, now)) return;
         break;
-      case Interest::Kind::kHeadReady:
-        port.HandOff();
-        return;
       case Interest::Kind::kClose:
         port.Close();
         return;

@@ -21,8 +21,10 @@ constexpr size_t kKeptOutCapacity = 4096;
 }  // namespace
 
 Connection::Connection(Protocol protocol, const LimitsConfig& limits)
-    : codec_(MakeCodec(protocol, limits)),
-      fastcgi_(protocol == Protocol::kFastCgi) {}
+    : Connection(protocol, MakeCodec(protocol, limits)) {}
+
+Connection::Connection(Protocol protocol, std::unique_ptr<ServerCodec> codec)
+    : codec_(std::move(codec)), fastcgi_(protocol == Protocol::kFastCgi) {}
 
 Connection::~Connection() = default;
 
@@ -65,7 +67,7 @@ void Connection::SetDeadline(Clock::time_point t) { deadline_ = t; }
 void Connection::Received(std::string_view bytes, Clock::time_point now) {
   if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return;
   Bump(stats().bytes_in, bytes.size());
-  if (phase_ == Phase::kHandler || !in_.empty() || head_ready_) {
+  if (phase_ == Phase::kHandler || !in_.empty()) {
     in_.Append(bytes);
     if (phase_ != Phase::kHandler) Process(now);
     return;
@@ -102,7 +104,7 @@ void Connection::Process(Clock::time_point now) {
 bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
                            Clock::time_point now) {
   if (phase_ == Phase::kHandler || phase_ == Phase::kClosing ||
-      phase_ == Phase::kClosed || head_ready_)
+      phase_ == Phase::kClosed)
     return false;
   if (view.empty() && !codec_->InRequest()) return false;
   if (out_.size() - out_off_ >= kFlushThreshold) {
@@ -127,15 +129,6 @@ bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
       return false;
     case ServerCodec::Status::kComplete:
       break;
-  }
-  if (head_only_) {
-    unconsumed_replies_ += out_.size() - out_before;
-    head_ready_ = true;  // the bytes stay: the next owner serves them
-    if (external) {
-      in_.Append(view);
-      pos += view.size();
-    }
-    return false;
   }
   ServeRequest(r.consumed, view, external, pos, now);
   return true;
@@ -172,8 +165,7 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   Request& request = *env_->request;
   Response& response = *env_->response;
   // Asked before the handler runs: the answer is framed with the response.
-  const bool announce_close =
-      policy_ && codec_->AnnouncesClose() && policy_->CloseAfterResponse();
+  const bool announce_close = close_after_response_ && codec_->AnnouncesClose();
   RequestTiming timing;
   std::unique_ptr<Exchange> exchange =
       BeginRequest(env_->cycle, request, ready_us_,
@@ -352,9 +344,6 @@ Interest Connection::Next(Clock::time_point now) {
     i.read = in_.size() < kMaxBufferedWhileWaiting;
     i.handler_fds = pending_->step.wait_fds();
     i.wait_seq = wait_seq_;
-  } else if (head_ready_ || (head_only_ && phase_ == Phase::kBody)) {
-    // The head is done; the next owner receives the body.
-    i.kind = Interest::Kind::kHeadReady;
   } else if (more_buffered_) {
     i.kind = Interest::Kind::kProcess;
   } else {

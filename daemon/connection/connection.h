@@ -5,7 +5,7 @@
 //             the deadline passed, the peer closed, the driver gives it up.
 // Interest out: read until T, process buffered requests, wait for the
 //             handler until T, write (until T once the socket is full),
-//             hand the head over, close with a reason.
+//             close with a reason.
 //
 // It decides everything about a connection, so no model does: header, body,
 // idle and send timeouts (408 where the client may read it), 400/413/431/505
@@ -49,12 +49,11 @@ enum class Phase : uint8_t {
 // sends pending_out() first (blocking models) or alongside (async).
 struct Interest {
   enum class Kind : uint8_t {
-    kRead,       // wait for bytes until `deadline`, then OnDeadline()
-    kProcess,    // complete requests are buffered: call Process() again
-    kHandler,    // the handler waits: OnDeadline() at `deadline`
-    kWrite,      // the socket is full: wait writable until `deadline`
-    kHeadReady,  // (head-only mode) a head is complete: hand it over
-    kClose,      // close the socket (after `write`, if any), for `reason`
+    kRead,     // wait for bytes until `deadline`, then OnDeadline()
+    kProcess,  // complete requests are buffered: call Process() again
+    kHandler,  // the handler waits: OnDeadline() at `deadline`
+    kWrite,    // the socket is full: wait writable until `deadline`
+    kClose,    // close the socket (after `write`, if any), for `reason`
   };
   Kind kind = Kind::kRead;
   bool write = false;  // pending_out() has bytes
@@ -86,15 +85,6 @@ struct ConnectionEnv {
   const std::vector<Listener>* listeners = nullptr;
 };
 
-// Per-model decision the machine asks for at one point of each request.
-class ResponsePolicy {
- public:
-  virtual ~ResponsePolicy() = default;
-  // A response is about to be framed: true asks the peer to close after it
-  // (prefork gives a kept-alive connection up to a waiting client this way).
-  virtual bool CloseAfterResponse() { return false; }
-};
-
 // What travels with a connection handed to another process.
 struct ConnectionProgress {
   bool fresh = true;
@@ -107,6 +97,8 @@ struct ConnectionProgress {
 class Connection {
  public:
   Connection(Protocol protocol, const LimitsConfig& limits);
+  // With a codec of the caller's (one that stops at bodies, say).
+  Connection(Protocol protocol, std::unique_ptr<ServerCodec> codec);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -185,10 +177,11 @@ class Connection {
   std::string_view input() const { return in_.view(); }
   // Idle or mid-request connections that wait long keep only what they need.
   void Trim();
-  // Head-only mode (the prefork head guard): Process() stops once a request
-  // head is complete (kHeadReady) and never runs a handler.
-  void set_head_only(bool on) { head_only_ = on; }
-  void set_response_policy(ResponsePolicy* policy) { policy_ = policy; }
+  // The model wants the connection back: the next response asks the peer to
+  // close after it (where the protocol can say so), rather than a close
+  // later, while idle, that could meet the peer's next request. Read when a
+  // request starts; a model sets it before it hands the machine bytes.
+  void set_close_after_response(bool on) { close_after_response_ = on; }
   ConnectionProgress Progress() const;
   Clock::time_point deadline() const { return deadline_; }
   Clock::time_point head_started() const { return head_started_; }
@@ -225,7 +218,6 @@ class Connection {
 
   const ConnectionEnv* env_ = nullptr;
   std::unique_ptr<ServerCodec> codec_;
-  ResponsePolicy* policy_ = nullptr;
   Buffer in_;
   std::string out_;
   size_t out_off_ = 0;
@@ -248,8 +240,7 @@ class Connection {
   uint16_t listener_ = 0;  // index into ConnectionEnv::listeners
   CloseReason close_reason_ = CloseReason::kServer;
   bool fresh_ = true;
-  bool head_only_ = false;
-  bool head_ready_ = false;
+  bool close_after_response_ = false;
   bool send_armed_ = false;
   bool counted_ = false;
   bool more_buffered_ = false;    // Process() stopped with requests left

@@ -46,6 +46,8 @@ class FastCgiCodec final : public ServerCodec {
     fcgi::StampRequestId(answer, parser_.done_id());
   }
 
+  void StopAtBody() override { parser_.StopAtBody(); }
+
  private:
   FastCgiParser parser_;
 };

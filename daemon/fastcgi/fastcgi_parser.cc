@@ -52,6 +52,7 @@ FastCgiParser::Result FastCgiParser::Parse(std::string_view buffer,
   seen_ = buffer.size();
   for (;;) {
     if (!in_record_) {
+      if (stop_at_body_ && InBody()) return Continue();
       if (pos_ == buffer.size()) return Continue();
       // Checked on the first byte: an HTTP request sent to the FastCGI socket
       // (or any garbage) fails at once instead of waiting for a header.

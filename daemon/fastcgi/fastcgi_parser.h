@@ -35,6 +35,10 @@ class FastCgiParser {
   // parser's own buffers and stay valid until the next Parse() call.
   Result Parse(std::string_view buffer, Request& request, std::string& out);
 
+  // Parse() stops at the record boundary after each PARAMS stream's end
+  // (InBody() true), STDIN unread (ServerCodec::StopAtBody).
+  void StopAtBody() { stop_at_body_ = true; }
+
   // A request (BEGIN_REQUEST seen) or part of a record is pending.
   bool InRequest() const { return active_ || in_record_ || seen_ > pos_; }
   // The active request's PARAMS stream has ended; STDIN is being received.
@@ -116,6 +120,7 @@ class FastCgiParser {
   uint16_t id_ = 0;
   bool keep_conn_ = false;
   bool params_done_ = false;
+  bool stop_at_body_ = false;   // per connection, not reset per request
   int64_t expected_body_ = -1;  // CONTENT_LENGTH, or -1 when not given
   http::TargetForm uri_form_ = http::TargetForm::kOrigin;  // REQUEST_URI's
   std::string params_;        // the PARAMS stream, concatenated across records

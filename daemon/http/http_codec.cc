@@ -51,6 +51,8 @@ class HttpCodec final : public ServerCodec {
     StampDateHeader(answer, now);
   }
 
+  void StopAtBody() override { parser_.StopAtBody(); }
+
  private:
   HttpRequestParser parser_;
 };

@@ -132,6 +132,7 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
     Result r = ParseHead(buffer, &done);
     if (!done) return r;
   }
+  if (stop_at_body_) return Result{};
   return ParseBody(buffer, request);
 }
 

@@ -60,6 +60,10 @@ class HttpRequestParser {
   // for a pipelined request.
   Result Parse(std::string_view buffer, Request& request);
 
+  // Parse() stops at the end of each head (InBody() true), the body unread
+  // (ServerCodec::StopAtBody).
+  void StopAtBody() { stop_at_body_ = true; }
+
   // True once a byte of the current request has been seen (for timeouts: idle
   // vs header phase). The empty lines RFC 9112 2.2 lets precede a request
   // line (a CRLF some clients send after a body) do not start one.
@@ -150,6 +154,7 @@ class HttpRequestParser {
   bool keep_alive_ = true;
   bool expects_continue_ = false;
   bool continue_sent_ = false;
+  bool stop_at_body_ = false;  // per connection, not reset per request
   std::unique_ptr<Scratch> scratch_;
 };
 

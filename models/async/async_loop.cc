@@ -424,7 +424,6 @@ class AsyncLoop::Port {
     if (!i.handler_fds.empty()) loop_.ArmHandlerFds(c_, i);
     return false;
   }
-  void HandOff() { Close(); }  // no head-only connections here
   void Close() { loop_.Close(c_); }
 
  private:

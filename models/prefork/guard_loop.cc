@@ -1,6 +1,7 @@
 // The head guard process's event loop (head_guard.h says what the guard
-// is): it holds parked connections in head-only mode, reads the rest of each
-// head under the deadline the child started, and hands complete heads back.
+// is): it holds parked connections with a codec that stops at bodies, reads
+// the rest of each head under the deadline the child started, and hands the
+// connection back once its head is complete (the machine is in Phase::kBody).
 #include "models/prefork/guard_loop.h"
 
 #include <event2/event.h>
@@ -50,10 +51,18 @@ uint64_t MaxHeld(const LimitsConfig& limits) {
 
 class GuardLoop;
 
-// One parked connection: the state machine in head-only mode, and its event.
+// A codec that parses heads only: no request is served in the guard.
+std::unique_ptr<ServerCodec> HeadCodec(Protocol protocol,
+                                       const LimitsConfig& limits) {
+  std::unique_ptr<ServerCodec> codec = MakeCodec(protocol, limits);
+  codec->StopAtBody();
+  return codec;
+}
+
+// One parked connection: the state machine, stopping at bodies, and its event.
 struct Guarded {
   Guarded(Protocol protocol, const LimitsConfig& limits)
-      : conn(protocol, limits) {}
+      : conn(protocol, HeadCodec(protocol, limits)) {}
   GuardLoop* guard = nullptr;
   int fd = -1;
   uint32_t listener = 0;
@@ -62,6 +71,9 @@ struct Guarded {
   short events = 0;  // what ev waits for: reading (and EV_CLOSED) or writing
   bool armed = false;
   std::list<Guarded>::iterator self;
+
+  // The head has arrived: the body (if any) is for the child that serves it.
+  bool HeadComplete() const { return conn.phase() == Phase::kBody; }
 
   // Kept alive and quiet: no request has started since the last response.
   bool BetweenRequests() const {
@@ -187,7 +199,6 @@ class GuardLoop {
     c.fd = fd;
     c.listener = header.listener;
     c.conn.Attach(&env_);
-    c.conn.set_head_only(true);
     c.conn.Adopt(header.progress, inbox_.view());
     c.events = EV_READ | early_close_;
     event_assign(&c.ev, base_, fd, c.events, &GuardLoop::OnConnection, &c);
@@ -228,7 +239,8 @@ class GuardLoop {
       ssize_t n = recv(c.fd, chunk_, want, 0);
       if (n > 0) {
         c.conn.Received(std::string_view(chunk_, static_cast<size_t>(n)), now);
-        if (c.conn.Next(now).kind != Interest::Kind::kRead) break;
+        if (c.HeadComplete() || c.conn.Next(now).kind != Interest::Kind::kRead)
+          break;
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -249,6 +261,10 @@ class GuardLoop {
     int fd() const { return c_.fd; }
     bool MayProcess() { return true; }
     bool AwaitRead(const Interest& i, Clock::time_point now) {
+      if (c_.HeadComplete()) {
+        loop_.HandBack(c_);  // replies to records before it went out first
+        return false;
+      }
       if (c_.conn.input().size() >= loop_.capacity_) {
         // Only a FastCGI peer sending management records without end could
         // get here (a head beyond max_header_bytes was answered).
@@ -268,10 +284,9 @@ class GuardLoop {
       return false;
     }
     bool AwaitHandler(const Interest&, Clock::time_point) {
-      c_.conn.Abort(CloseReason::kError);  // head-only: no handler runs here
+      c_.conn.Abort(CloseReason::kError);  // no request is served here
       return true;
     }
-    void HandOff() { loop_.HandBack(c_); }
     void Close() { loop_.Close(c_); }
 
    private:

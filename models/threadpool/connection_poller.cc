@@ -209,10 +209,6 @@ class ConnectionPoller::Port {
     return false;
   }
   bool AwaitHandler(const Interest&, Clock::time_point) { return Unexpected(); }
-  void HandOff() {
-    Unexpected();
-    Close();
-  }
   void Close() { poller_.Finish(c_); }
 
  private:

@@ -546,31 +546,31 @@ TEST_F(DeadlineTest, PipelinedRequestBehindATimedOutOneIsServed) {
   EXPECT_LT(timeout, ok);
 }
 
-class AnnounceClose final : public ResponsePolicy {
- public:
-  bool CloseAfterResponse() override { return true; }
-};
-
-TEST_F(ConnectionTest, PolicyCanAnnounceClose) {
-  AnnounceClose policy;
+TEST_F(ConnectionTest, ModelCanAnnounceClose) {
   auto c = Open();
-  c->set_response_policy(&policy);
+  c->set_close_after_response(true);
   c->Received(kHello, now_);
   EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
   EXPECT_NE(Drain(*c).find("Connection: close"), std::string::npos);
 }
 
 TEST_F(ConnectionTest, HeadHandedOffMidHeadIsServedByTheNextOwner) {
-  auto guard = Open();
-  guard->set_head_only(true);
+  std::unique_ptr<ServerCodec> codec = MakeCodec(Protocol::kHttp, limits_);
+  codec->StopAtBody();
+  auto guard = std::make_unique<Connection>(Protocol::kHttp, std::move(codec));
+  guard->Attach(&env_);
+  guard->Accepted(now_, 0);
   guard->Received("GET /hello HTTP/1.1\r\n", now_);
   EXPECT_EQ(guard->Next(now_).kind, Kind::kRead);
+  EXPECT_EQ(guard->phase(), Phase::kHead);
   guard->Received("Host: a\r\n\r\n", now_);
-  EXPECT_EQ(guard->Next(now_).kind, Kind::kHeadReady);
+  EXPECT_EQ(guard->Next(now_).kind, Kind::kRead);
+  EXPECT_EQ(guard->phase(), Phase::kBody);  // the head is complete
   EXPECT_EQ(stats().requests.load(), 0u);
   ConnectionProgress progress = guard->Progress();
   EXPECT_TRUE(progress.fresh);
-  EXPECT_EQ(progress.deadline, now_ + limits_.header_timeout);
+  // The head came in time: the body's own bound runs from its end.
+  EXPECT_EQ(progress.deadline, now_ + limits_.body_timeout);
 
   Connection child(Protocol::kHttp, limits_);
   child.Attach(&env_);

@@ -41,7 +41,6 @@ struct RecordingPort {
   std::string* reader = nullptr;
   std::vector<Call> calls;
   int process_asks = 0;
-  bool handed_off = false;
   bool closed = false;
 
   Clock::time_point Now() { return now; }
@@ -64,7 +63,6 @@ struct RecordingPort {
     calls.push_back({i.kind, i.deadline});
     return false;
   }
-  void HandOff() { handed_off = true; }
   void Close() {
     closed = true;
     close(server_fd);
@@ -251,11 +249,22 @@ TEST_F(DriverTest, ProcessWaitsForTheModelsWord) {
   EXPECT_EQ(responses, 3u);
 }
 
-TEST_F(DriverTest, CompleteHeadInHeadOnlyModeIsHandedOffUnsent) {
-  conn_->set_head_only(true);
+// A codec that stops at bodies (the prefork head guard's): the complete head
+// is not served; the machine waits to read its body, which the port may
+// leave to another process (Phase::kBody).
+TEST_F(DriverTest, CompleteHeadWithACodecStoppingAtBodiesIsNotServed) {
+  std::unique_ptr<ServerCodec> codec = MakeCodec(Protocol::kHttp, limits_);
+  codec->StopAtBody();
+  conn_ = std::make_unique<Connection>(Protocol::kHttp, std::move(codec));
+  conn_->Attach(&env_);
+  conn_->Accepted(now_, 0);
+  port_.conn = conn_.get();
   conn_->Received(kHello, now_);
   Drive(port_, *conn_);
-  EXPECT_TRUE(port_.handed_off);
+  ASSERT_EQ(port_.calls.size(), 1u);
+  EXPECT_EQ(port_.calls[0].kind, Kind::kRead);
+  EXPECT_EQ(conn_->phase(), Phase::kBody);
+  EXPECT_EQ(conn_->input(), kHello);
   EXPECT_FALSE(port_.closed);
   EXPECT_TRUE(Received().empty());
   EXPECT_EQ(stats().requests.load(), 0u);
