@@ -186,8 +186,7 @@ Step PgExchange::Send(Response& response) {
     sent = PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
                          route_->nparams, nullptr);
   } else {
-    std::vector<const char*> values(values_.size());
-    for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
+    const ParamPointers values(values_);
     sent = PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
                                values.data(), nullptr, nullptr, 0) &&
            PQsetSingleRowMode(conn);

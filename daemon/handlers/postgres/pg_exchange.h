@@ -43,6 +43,30 @@ struct PgRoute {
   JsonOptions json;
 };
 
+// $1..$N as libpq takes them: pointers into values, which must outlive this,
+// kept on the stack for up to kInline parameters (no allocation per query).
+class ParamPointers {
+ public:
+  explicit ParamPointers(const std::vector<std::string>& values) {
+    const char** out = inline_;
+    if (values.size() > kInline) {
+      heap_.resize(values.size());
+      out = heap_.data();
+    }
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i].c_str();
+    data_ = out;
+  }
+  ParamPointers(const ParamPointers&) = delete;
+  ParamPointers& operator=(const ParamPointers&) = delete;
+  const char* const* data() const { return data_; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  const char* inline_[kInline];
+  std::vector<const char*> heap_;
+  const char* const* data_ = nullptr;
+};
+
 class PgExchange final : public Exchange, private PgSegment {
  public:
   PgExchange(PgPool* pool, PgRoute* route, std::vector<std::string> values);

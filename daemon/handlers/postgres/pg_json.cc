@@ -21,6 +21,9 @@ bool IsJsonNumber(const char* text) {
   return *p >= '0' && *p <= '9';
 }
 
+// A point lookup's body fits: `[{"id":54321,"v":"..."}]`.
+constexpr size_t kFirstBody = 256;
+
 }  // namespace
 
 RowWriter::Kind RowWriter::KindOf(Oid type) const {
@@ -42,9 +45,11 @@ RowWriter::Kind RowWriter::KindOf(Oid type) const {
 
 void RowWriter::Begin(std::string* out, JsonOptions options) {
   out->clear();
+  // One allocation for a short result, instead of the string doubling from
+  // its inline 15 characters.
+  out->reserve(kFirstBody);
   sink_.out = out;
   options_ = options;
-  kinds_.clear();
   rows_ = 0;
   writer_.Reset(sink_);
   writer_.StartArray();
@@ -55,11 +60,6 @@ void RowWriter::Add(const PGresult* result) {
   if (status != PGRES_TUPLES_OK && status != PGRES_SINGLE_TUPLE) return;
   const int nrows = PQntuples(result);
   const int ncols = PQnfields(result);
-  if (nrows == 0) return;
-  if (kinds_.empty()) {
-    kinds_.resize(static_cast<size_t>(ncols));
-    for (int c = 0; c < ncols; ++c) kinds_[c] = KindOf(PQftype(result, c));
-  }
   for (int r = 0; r < nrows; ++r) {
     writer_.StartObject();
     for (int c = 0; c < ncols; ++c) {
@@ -71,9 +71,12 @@ void RowWriter::Add(const PGresult* result) {
       const char* value = PQgetvalue(result, r, c);
       const auto length =
           static_cast<rapidjson::SizeType>(PQgetlength(result, r, c));
-      if (kinds_[c] == Kind::kBool) {
+      // A switch on the column's type OID per value: cheaper than keeping
+      // the kinds, which would cost an allocation per result set.
+      const Kind kind = KindOf(PQftype(result, c));
+      if (kind == Kind::kBool) {
         writer_.Bool(value[0] == 't');
-      } else if (kinds_[c] == Kind::kNumber && IsJsonNumber(value)) {
+      } else if (kind == Kind::kNumber && IsJsonNumber(value)) {
         writer_.RawValue(value, length, rapidjson::kNumberType);
       } else {
         writer_.String(value, length);

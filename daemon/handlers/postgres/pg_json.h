@@ -8,9 +8,9 @@
 #include <postgresql/libpq-fe.h>
 #include <rapidjson/writer.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace gearbox::postgres {
 
@@ -23,6 +23,9 @@ struct JsonOptions {
 // each result, End.
 class RowWriter {
  public:
+  RowWriter() = default;
+  RowWriter(const RowWriter&) = delete;  // the writer points into it
+  RowWriter& operator=(const RowWriter&) = delete;
   // Clears *out and opens the array; out must outlive the writing.
   void Begin(std::string* out, JsonOptions options);
   // Appends result's rows (a PGRES_SINGLE_TUPLE or PGRES_TUPLES_OK result;
@@ -42,11 +45,17 @@ class RowWriter {
   };
   enum class Kind : uint8_t { kNumber, kBool, kText };
   Kind KindOf(Oid type) const;
+  // The writer's nesting (an array of objects: two levels) lives in the
+  // writer's own buffer: no allocation per result.
+  using StackAllocator = rapidjson::MemoryPoolAllocator<>;
+  static constexpr size_t kLevels = 4;
 
   Sink sink_;
-  rapidjson::Writer<Sink> writer_;
+  alignas(std::max_align_t) char stack_buffer_[128];
+  StackAllocator stack_allocator_{stack_buffer_, sizeof stack_buffer_};
+  rapidjson::Writer<Sink, rapidjson::UTF8<>, rapidjson::UTF8<>, StackAllocator>
+      writer_{&stack_allocator_, kLevels};
   JsonOptions options_;
-  std::vector<Kind> kinds_;  // per column, from the first result
   int64_t rows_ = 0;
 };
 

@@ -9,6 +9,7 @@ namespace gearbox::postgres {
 void PgPool::Drain(PgSlot* slot) {
   if (!PQconsumeInput(slot->conn)) return FailPipeline(slot);
   size_t ended = 0;
+  Clock::time_point now{};  // read once, at the first sync
   // A segment may close the connection from a callback (CutOff): conn is
   // looked at afresh each turn.
   while (slot->conn && !slot->inflight.empty() && !PQisBusy(slot->conn)) {
@@ -26,6 +27,8 @@ void PgPool::Drain(PgSlot* slot) {
       PQclear(result);
       slot->inflight.pop_front();
       ++ended;
+      if (now == Clock::time_point{}) now = Clock::now();
+      HeadEnded(slot, now);
       if (head) head->OnSync();
       MarkStall(slot);
       PQsetSingleRowMode(conn);
@@ -48,6 +51,12 @@ void PgPool::Drain(PgSlot* slot) {
     if (!slot->inflight.empty() && waiters_.empty()) break;
     Release(slot);
   }
+}
+
+void PgPool::HeadEnded(PgSlot* slot, Clock::time_point now) {
+  if (slot->head_alone) pace_.Sample(now - slot->head_since);
+  slot->head_alone = false;
+  slot->head_since = slot->inflight.empty() ? Clock::time_point{} : now;
 }
 
 void PgPool::MarkStall(PgSlot* slot) {

@@ -51,12 +51,19 @@ void PgPool::Close(PgSlot* slot) {
 }
 
 PgPool::Lease PgPool::Acquire(Clock::time_point now) {
+  if (pace_.quick()) {
+    if (PgSlot* busy = PipelinedWithRoom(Pick::kBusiest, now)) {
+      return {Outcome::kJoin, busy};
+    }
+  }
   PgSlot* empty = nullptr;
   if (PgSlot* idle = TakeIdle(&empty)) return {Outcome::kIdle, idle};
   if (!empty || now < retry_at_) {
     // Every connection is busy (or none may be opened yet): ride on the
     // least loaded pipelined one with room.
-    if (PgSlot* join = RoomiestPipelined()) return {Outcome::kJoin, join};
+    if (PgSlot* join = PipelinedWithRoom(Pick::kRoomiest, now)) {
+      return {Outcome::kJoin, join};
+    }
     return {empty ? Outcome::kBackoff : Outcome::kFull};
   }
   return StartConnect(empty, now);
@@ -88,12 +95,18 @@ PgSlot* PgPool::TakeIdle(PgSlot** first_empty) {
   return nullptr;
 }
 
-PgSlot* PgPool::RoomiestPipelined() {
+PgSlot* PgPool::PipelinedWithRoom(Pick pick, Clock::time_point now) {
   PgSlot* join = nullptr;
-  for (PgSlot& slot : slots_) {
-    if (slot.pipelined && !slot.inflight.empty() && !slot.stalled() &&
-        slot.inflight.size() < pipeline_ &&
-        (!join || slot.inflight.size() < join->inflight.size())) {
+  for (PgSlot& slot : slots_) {  // O(pool), as TakeIdle
+    if (!slot.pipelined || slot.inflight.empty() || slot.stalled() ||
+        slot.inflight.size() >= pipeline_ ||
+        (pick == Pick::kBusiest &&
+         now - slot.head_since >= PgPace::kQuickBelow)) {
+      continue;
+    }
+    if (!join || (pick == Pick::kRoomiest
+                      ? slot.inflight.size() < join->inflight.size()
+                      : slot.inflight.size() > join->inflight.size())) {
       join = &slot;
     }
   }
@@ -140,6 +153,8 @@ void PgPool::Drop(PgSlot* slot) {
   slot->inflight.clear();
   slot->orphans.clear();
   slot->stalled_since = {};
+  slot->head_since = {};
+  slot->head_alone = false;
   slot->statements.Clear();
   slot->state = PgSlot::State::kEmpty;
   WakeFirst(nullptr);

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/handlers/postgres/pg_pace.h"
 #include "daemon/handlers/postgres/pg_segment.h"
 #include "daemon/handlers/postgres/statement_cache.h"
 #include "daemon/worker_home.h"
@@ -50,6 +51,12 @@ struct PgSlot {
   // (the epoch: it is not): no new segment joins the connection, and past
   // kStallBound it is reset.
   std::chrono::steady_clock::time_point stalled_since{};
+  // Since when the head segment is the server's (its send, or the reading
+  // of the sync before it), while segments are on the connection; and
+  // whether it was sent to a connection with nothing else on it, so that
+  // its answer times the server alone (PgPace).
+  std::chrono::steady_clock::time_point head_since{};
+  bool head_alone = false;
 
   bool Orphaned(const PgSegment* segment) const {
     for (const auto& orphan : orphans) {
@@ -108,7 +115,11 @@ class PgPool {
                              // it back (Release or Drop)
   };
   // Takes an idle connection, else starts a connection in an empty slot
-  // (unless backing off), else kFull.
+  // (unless backing off), else joins the least loaded pipelined connection
+  // with room, else kFull. While the pool's queries are quick (PgPace), a
+  // pipelined connection with room whose head segment is young (under
+  // PgPace::kQuickBelow) is taken first, the busiest such: its backend is
+  // awake, and not stuck in a slow query.
   Lease Acquire(Clock::time_point now);
   // The caller's slot's connection is fit for another query: handed to the
   // first waiter, else idle (when no segment is on it).
@@ -156,9 +167,14 @@ class PgPool {
   // Acquire's steps. The first idle connection still open (one found closed
   // is dropped), and in *first_empty the first empty slot seen.
   PgSlot* TakeIdle(PgSlot** first_empty);
-  // The pipelined connection with the fewest segments on it and room for
-  // one more, or null.
-  PgSlot* RoomiestPipelined();
+  // The pipelined connection with segments on it and room for one more
+  // that has the fewest (kRoomiest), or the most among those whose head
+  // segment is younger than PgPace::kQuickBelow at now (kBusiest); or null.
+  enum class Pick { kRoomiest, kBusiest };
+  PgSlot* PipelinedWithRoom(Pick pick, Clock::time_point now);
+  // slot's head segment ended (its sync was read at now): timed when it was
+  // sent alone, and the next one's turn begins.
+  void HeadEnded(PgSlot* slot, Clock::time_point now);
   // Starts opening a connection in the empty slot.
   Lease StartConnect(PgSlot* slot, Clock::time_point now);
   // Dequeues the first waiter, hands it slot (or null) and signals it.
@@ -180,6 +196,7 @@ class PgPool {
   std::unique_ptr<WorkerHome> own_home_;  // when given none (unit tests)
   WorkerHome* const home_;
   const size_t pipeline_;
+  PgPace pace_;       // how quickly queries are answered (pipelined)
   int failures_ = 0;  // consecutive failed connection attempts
   Clock::time_point retry_at_{};
   std::string last_error_;

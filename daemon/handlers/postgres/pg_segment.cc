@@ -35,7 +35,11 @@ Step PgExchange::SendSegment(Response& response) {
   phase_ = Phase::kSegment;
   // Rows come one by one when this query is the one libpq reads first;
   // otherwise the reader sets it when the query's turn comes.
-  if (first) PQsetSingleRowMode(conn);
+  if (first) {
+    PQsetSingleRowMode(conn);
+    slot_->head_since = Clock::now();
+    slot_->head_alone = true;
+  }
   rows_.Begin(&body_, route_->json);
   wake_ = pool_->home()->NewWake();
   const int left = PQflush(conn);
@@ -66,8 +70,7 @@ bool PgExchange::SendStatement(PGconn* conn) {
                               route_->nparams, nullptr);
     commands_.Add(SegmentCommands::Kind::kPrepare);
   }
-  std::vector<const char*> values(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i].c_str();
+  const ParamPointers values(values_);
   sent = sent && PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
                                      values.data(), nullptr, nullptr, 0);
   commands_.Add(SegmentCommands::Kind::kExecute);

@@ -13,7 +13,9 @@
 
 #include "daemon/handlers/postgres/conninfo.h"
 #include "daemon/handlers/postgres/pg_errors.h"
+#include "daemon/handlers/postgres/pg_exchange.h"
 #include "daemon/handlers/postgres/pg_json.h"
+#include "daemon/handlers/postgres/pg_pace.h"
 #include "daemon/handlers/postgres/route_params.h"
 
 namespace gearbox::postgres {
@@ -139,6 +141,76 @@ TEST(RowWriterTest, RowsArriveOneResultAtATime) {
   writer.End();
   EXPECT_EQ(out, "[{\"id\":1,\"big\":-5},{\"id\":2,\"big\":-5}]");
   EXPECT_EQ(writer.rows(), 2);
+}
+
+TEST(RowWriterTest, WritesAgainAfterEndAndWideRows) {
+  // The writer's nesting lives in its own buffer: a second Begin starts
+  // clean, and a row of many columns nests no deeper.
+  RowWriter writer;
+  std::string first, second;
+  writer.Begin(&first, {});
+  PGresult* one = MakeResult({{"a", 23}}, {{"1"}});
+  writer.Add(one);
+  PQclear(one);
+  writer.End();
+  std::vector<std::string> names;
+  std::vector<std::pair<const char*, Oid>> columns;
+  std::vector<const char*> row;
+  std::string expected = "[{";
+  for (int c = 0; c < 40; ++c) names.push_back("c" + std::to_string(c));
+  for (int c = 0; c < 40; ++c) {
+    columns.emplace_back(names[c].c_str(), c % 2 ? 16 : 25);  // bool, text
+    row.push_back(c % 2 ? "t" : "x");
+    expected += (c ? ",\"c" : "\"c") + std::to_string(c) +
+                "\":" + (c % 2 ? "true" : "\"x\"");
+  }
+  expected += "}]";
+  writer.Begin(&second, {});
+  PGresult* wide = MakeResult(columns, {row});
+  writer.Add(wide);
+  PQclear(wide);
+  writer.End();
+  EXPECT_EQ(first, "[{\"a\":1}]");
+  EXPECT_EQ(second, expected);
+  EXPECT_EQ(writer.rows(), 1);
+}
+
+TEST(ParamPointersTest, PointsAtEveryValueFewOrMany) {
+  for (size_t n : {0, 1, 16, 17, 40}) {
+    std::vector<std::string> values;
+    for (size_t i = 0; i < n; ++i) values.push_back("v" + std::to_string(i));
+    const ParamPointers pointers(values);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(pointers.data()[i], values[i].c_str()) << n << " " << i;
+    }
+  }
+}
+
+TEST(PgPaceTest, SlowUntilAWindowIsIn) {
+  PgPace pace;
+  for (int i = 0; i + 1 < PgPace::kWindow; ++i) {
+    pace.Sample(std::chrono::microseconds(40));
+    EXPECT_FALSE(pace.quick()) << i;
+  }
+  pace.Sample(std::chrono::microseconds(40));
+  EXPECT_TRUE(pace.quick());
+}
+
+TEST(PgPaceTest, TheFastestOfEachWindowDecides) {
+  PgPace pace;
+  // Answers read late (a busy worker) beside one read promptly: quick.
+  for (int i = 0; i < PgPace::kWindow; ++i) {
+    pace.Sample(i == 7 ? PgPace::kQuickBelow - std::chrono::microseconds(1)
+                       : std::chrono::milliseconds(3));
+  }
+  EXPECT_TRUE(pace.quick());
+  // A window where nothing is answered under the bound (pg_sleep(0.001)):
+  // slow again, from that window's end on.
+  for (int i = 0; i < PgPace::kWindow; ++i) {
+    pace.Sample(PgPace::kQuickBelow + std::chrono::microseconds(600));
+    EXPECT_EQ(pace.quick(), i + 1 < PgPace::kWindow) << i;
+  }
+  EXPECT_FALSE(pace.quick());
 }
 
 TEST(RowWriterTest, Int8AndNumericAsStrings) {
