@@ -15,6 +15,10 @@
 
 namespace gearbox {
 
+// A head record (ServerCodec::SaveHead) is at most this many bytes beyond the
+// request head it holds (max_header_bytes bounds that).
+inline constexpr size_t kHeadRecordOverhead = 64;
+
 class ServerCodec {
  public:
   enum class Status {
@@ -65,6 +69,22 @@ class ServerCodec {
   // here. For a connection whose head goes on to another process (prefork's
   // head guard), which resumes from the head and reads the body itself.
   virtual void StopAtBody() = 0;
+
+  // A connection moves to another process: appends to `record` what this
+  // codec has parsed of the request in hand (`buffer`: every unconsumed
+  // byte, as Parse() last saw them, perhaps since moved), as plain data
+  // (llhttp's own state holds pointers and does not travel), and returns how
+  // many leading bytes of the buffer the record stands for; the bytes after
+  // them travel as they are. HTTP writes a record once a head is complete
+  // (StopAtBody); before that it returns 0 (a partial head is read again, and
+  // nothing was answered for it). FastCGI's state is plain data and travels
+  // whole, management replies included, so none is sent twice.
+  virtual size_t SaveHead(std::string_view buffer,
+                          std::string& record) const = 0;
+  // A fresh codec takes over from `record`: the buffer of its next Parse()
+  // starts with the bytes after what the record stands for. False when the
+  // record is not one this protocol's SaveHead() wrote.
+  virtual bool ResumeHead(std::string_view record) = 0;
 
   // Fills in, in `answer` (bytes AppendResponse rendered ahead of time, before
   // the request existed), what only the moment of sending knows: the request

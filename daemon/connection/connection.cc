@@ -37,19 +37,26 @@ void Connection::Accepted(Clock::time_point now, uint64_t ready_us) {
 }
 
 void Connection::Adopt(const ConnectionProgress& progress,
-                       std::string_view bytes) {
-  in_.Append(bytes);
+                       std::string_view record, std::string_view bytes) {
   fresh_ = progress.fresh;
   ready_us_ = progress.ready_us;
-  replayed_out_ = progress.replayed_out;
   peer_ = progress.peer;
-  // No bytes: a fresh connection still owed its first request, or a kept-
-  // alive one between requests (the prefork guard holds those too).
-  phase_ = !bytes.empty() ? Phase::kHead
-           : fresh_       ? Phase::kFresh
-                          : Phase::kIdle;
   head_started_ = progress.deadline - env_->limits->header_timeout;
   SetDeadline(progress.deadline);
+  if (!record.empty() && !codec_->ResumeHead(record)) {
+    Bump(stats().bad_input);  // cannot happen: one binary on both ends
+    CloseAfterWrite(CloseReason::kError);
+    return;
+  }
+  in_.Append(bytes);
+  // A resumed request is looked at once even without bytes (a complete GET
+  // head). No bytes and no request: a fresh connection still owed its first
+  // request, or a kept-alive one between requests (the guard holds those).
+  more_buffered_ = codec_->InRequest();
+  phase_ = codec_->InBody()                        ? Phase::kBody
+           : !bytes.empty() || codec_->InRequest() ? Phase::kHead
+           : fresh_                                ? Phase::kFresh
+                                                   : Phase::kIdle;
 }
 
 ConnectionProgress Connection::Progress() const {
@@ -57,7 +64,6 @@ ConnectionProgress Connection::Progress() const {
   p.fresh = fresh_;
   p.deadline = deadline_;
   p.ready_us = ready_us_;
-  p.replayed_out = unconsumed_replies_ + replayed_out_;
   p.peer = peer_;
   return p;
 }
@@ -111,12 +117,9 @@ bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
     more_buffered_ = true;  // write what is there first
     return false;
   }
-  const size_t out_before = out_.size();
   ServerCodec::Result r = codec_->Parse(view, *env_->request, out_);
-  DropReplayedReplies(out_before);
   switch (r.status) {
     case ServerCodec::Status::kIncomplete:
-      unconsumed_replies_ += out_.size() - out_before;
       NoteIncomplete(now);
       return false;
     case ServerCodec::Status::kError:
@@ -185,7 +188,6 @@ void Connection::ServeRequest(size_t consumed, std::string_view view,
   } else {
     in_.Consume(consumed);
   }
-  unconsumed_replies_ = 0;
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
 }
 
@@ -203,18 +205,6 @@ void Connection::Finish(const Request& request, const Response& response,
 void Connection::CloseAfterWrite(CloseReason reason) {
   phase_ = Phase::kClosing;
   close_reason_ = reason;
-}
-
-// A connection handed over from another process is parsed again from its
-// first buffered byte; replies the peer already got are produced again, and
-// dropped here.
-void Connection::DropReplayedReplies(size_t out_before) {
-  if (replayed_out_ == 0) return;
-  const size_t drop = std::min(replayed_out_, out_.size() - out_before);
-  out_.erase(out_before, drop);
-  replayed_out_ -= drop;
-  // Still replies for the unconsumed bytes: the next owner drops them too.
-  unconsumed_replies_ += drop;
 }
 
 void Connection::Sent(size_t n, Clock::time_point now) {

@@ -47,6 +47,12 @@ class FastCgiCodec final : public ServerCodec {
   }
 
   void StopAtBody() override { parser_.StopAtBody(); }
+  size_t SaveHead(std::string_view, std::string& record) const override {
+    return parser_.SaveHead(record);
+  }
+  bool ResumeHead(std::string_view record) override {
+    return parser_.ResumeHead(record);
+  }
 
  private:
   FastCgiParser parser_;

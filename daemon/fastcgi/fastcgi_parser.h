@@ -38,6 +38,10 @@ class FastCgiParser {
   // Parse() stops at the record boundary after each PARAMS stream's end
   // (InBody() true), STDIN unread (ServerCodec::StopAtBody).
   void StopAtBody() { stop_at_body_ = true; }
+  // ServerCodec::SaveHead and ResumeHead (fastcgi_state_record.cc): the
+  // parser's state is plain data and travels whole, at any point.
+  size_t SaveHead(std::string& record) const;
+  bool ResumeHead(std::string_view record);
 
   // A request (BEGIN_REQUEST seen) or part of a record is pending.
   bool InRequest() const { return active_ || in_record_ || seen_ > pos_; }

@@ -52,6 +52,12 @@ class HttpCodec final : public ServerCodec {
   }
 
   void StopAtBody() override { parser_.StopAtBody(); }
+  size_t SaveHead(std::string_view buffer, std::string& record) const override {
+    return parser_.SaveHead(buffer, record);
+  }
+  bool ResumeHead(std::string_view record) override {
+    return parser_.ResumeHead(record);
+  }
 
  private:
   HttpRequestParser parser_;

@@ -90,9 +90,11 @@ Verdict HttpRequestParser::CheckFraming(bool http11, bool has_te,
 void HttpRequestParser::BuildRequest(std::string_view buffer,
                                      Request& request) {
   const char* base = buffer.data();
+  // The head's fields: in the buffer, or in the record it came in.
+  const char* head = resumed_ ? scratch_->resumed.data() : base;
   request.method =
       llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
-  const std::string_view target(base + url_.offset, url_.length);
+  const std::string_view target(head + url_.offset, url_.length);
   std::string_view authority;
   if (form_ == http::TargetForm::kAbsolute) {
     // RFC 9112 3.2.2: route on the path, take the host from the target.
@@ -115,9 +117,9 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   request.headers.clear();
   bool host_replaced = false;
   for (const HeaderSpan& h : header_spans_) {
-    std::string_view name(base + h.name.offset, h.name.length);
+    std::string_view name(head + h.name.offset, h.name.length);
     std::string_view value =
-        http::TrimOws(std::string_view(base + h.value.offset, h.value.length));
+        http::TrimOws(std::string_view(head + h.value.offset, h.value.length));
     if (!authority.empty() && EqualsNoCase(name, "host")) {
       value = authority;  // the received Host MUST be ignored
       host_replaced = true;

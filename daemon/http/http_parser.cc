@@ -61,6 +61,7 @@ void HttpRequestParser::StartRequest() {
   expects_continue_ = false;
   continue_sent_ = false;
   body_start_ = 0;
+  resumed_ = false;
   if (scratch_) scratch_->pieces.clear();
 }
 
@@ -208,14 +209,17 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
   *done = true;
   phase_ = Phase::kBody;
   body_start_ = static_cast<uint32_t>(e.end + 2);
-  if (framing_ == Framing::kChunked) {
-    http::ChunkedDecoder::Limits l;
-    l.max_body_bytes = limits_.max_body_bytes;
-    l.max_ext_bytes = limits_.max_header_bytes;
-    l.max_trailer_bytes = limits_.max_header_bytes;
-    scratch().decoder.Start(body_start_, l);
-  }
+  StartBody();
   return http::kOk;
+}
+
+void HttpRequestParser::StartBody() {
+  if (framing_ != Framing::kChunked) return;
+  http::ChunkedDecoder::Limits l;
+  l.max_body_bytes = limits_.max_body_bytes;
+  l.max_ext_bytes = limits_.max_header_bytes;
+  l.max_trailer_bytes = limits_.max_header_bytes;
+  scratch().decoder.Start(body_start_, l);
 }
 
 Verdict HttpRequestParser::Feed(std::string_view buffer, size_t begin,

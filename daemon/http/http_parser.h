@@ -63,6 +63,10 @@ class HttpRequestParser {
   // Parse() stops at the end of each head (InBody() true), the body unread
   // (ServerCodec::StopAtBody).
   void StopAtBody() { stop_at_body_ = true; }
+  // ServerCodec::SaveHead and ResumeHead (http_head_record.cc): the head as
+  // method, target and fields, and the body's framing.
+  size_t SaveHead(std::string_view buffer, std::string& record) const;
+  bool ResumeHead(std::string_view record);
 
   // True once a byte of the current request has been seen (for timeouts: idle
   // vs header phase). The empty lines RFC 9112 2.2 lets precede a request
@@ -112,6 +116,7 @@ class HttpRequestParser {
   http::Verdict CheckHead();
   http::Verdict CheckFraming(bool http11, bool has_te,
                              const http::CodingList& te);
+  void StartBody();
   Result Complete(std::string_view buffer, size_t end, Request& request);
   void BuildRequest(std::string_view buffer, Request& request);
 
@@ -122,8 +127,9 @@ class HttpRequestParser {
   struct Scratch {
     http::ChunkedDecoder decoder;
     std::vector<http::BodyPiece> pieces;
-    std::string joined;  // the pieces copied together (non-contiguous)
-    std::string target;  // "/" + query for an absolute-form without a path
+    std::string joined;   // the pieces copied together (non-contiguous)
+    std::string target;   // "/" + query for an absolute-form without a path
+    std::string resumed;  // a head taken over from another process
   };
   Scratch& scratch() {
     if (!scratch_) scratch_ = std::make_unique<Scratch>();
@@ -155,6 +161,7 @@ class HttpRequestParser {
   bool expects_continue_ = false;
   bool continue_sent_ = false;
   bool stop_at_body_ = false;  // per connection, not reset per request
+  bool resumed_ = false;       // the head's spans are into scratch_->resumed
   std::unique_ptr<Scratch> scratch_;
 };
 

@@ -42,16 +42,18 @@ size_t HandoffCapacity(int send_fd) {
                                           : 0;
 }
 
-int SendConnection(int channel, int fd, const HandoffHeader& header,
-                   std::string_view bytes) {
-  iovec iov[2] = {
-      {const_cast<HandoffHeader*>(&header), sizeof(header)},
+int SendConnection(int channel, int fd, HandoffHeader& header,
+                   std::string_view record, std::string_view bytes) {
+  header.record_bytes = static_cast<uint32_t>(record.size());
+  iovec iov[3] = {
+      {&header, sizeof(header)},
+      {const_cast<char*>(record.data()), record.size()},
       {const_cast<char*>(bytes.data()), bytes.size()},
   };
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg = {};
   msg.msg_iov = iov;
-  msg.msg_iovlen = bytes.empty() ? 1 : 2;
+  msg.msg_iovlen = 3;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   cmsghdr* cm = CMSG_FIRSTHDR(&msg);
@@ -90,8 +92,10 @@ int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader& header,
         cm->cmsg_len >= CMSG_LEN(sizeof(int)))
       memcpy(&fd, CMSG_DATA(cm), sizeof(int));
   }
-  const bool whole = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-                     static_cast<size_t>(n) >= sizeof(header);
+  const bool whole =
+      !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+      static_cast<size_t>(n) >= sizeof(header) &&
+      header.record_bytes <= static_cast<size_t>(n) - sizeof(header);
   if (fd < 0 || !whole) {
     if (fd >= 0) close(fd);
     errno = EPROTO;

@@ -1,7 +1,9 @@
-// Moving a client connection between processes: the fd (SCM_RIGHTS) plus the
-// bytes already read from it, as one SOCK_SEQPACKET message. Prefork children
-// park slow request heads with the master's head guard this way, and the guard
-// hands them back once the head is complete.
+// Moving a client connection between processes: the fd (SCM_RIGHTS), the
+// codec's record of what was parsed (Connection::SaveParsed) and the bytes
+// read after it, as one SOCK_SEQPACKET message. Prefork children park slow
+// request heads with the master's head guard this way, and the guard hands
+// them back once the head is complete: the child resumes from the parsed
+// head, so a head is parsed once.
 #pragma once
 
 #include <sys/types.h>
@@ -21,7 +23,8 @@ namespace gearbox {
 // processes forked from one binary, and steady_clock is CLOCK_MONOTONIC, the
 // same clock in every process.
 struct HandoffHeader {
-  uint32_t listener = 0;  // index into the generation's listeners
+  uint32_t listener = 0;      // index into the generation's listeners
+  uint32_t record_bytes = 0;  // the codec's record, ahead of the bytes
   ConnectionProgress progress;
 };
 static_assert(std::is_trivially_copyable_v<HandoffHeader>,
@@ -35,16 +38,18 @@ bool MakeHandoffChannel(int fds[2], size_t message_bytes);
 // The largest message (header + bytes) the channel's send end accepts.
 size_t HandoffCapacity(int send_fd);
 
-// Sends `fd` with its header and bytes without blocking. Returns 0, or the
-// errno (EAGAIN: channel full; EMSGSIZE: too large). The caller still owns
-// and must close its copy of `fd`.
-int SendConnection(int channel, int fd, const HandoffHeader& header,
-                   std::string_view bytes);
+// Sends `fd` with its header, the codec's record and the bytes without
+// blocking (header.record_bytes is set here). Returns 0, or the errno
+// (EAGAIN: channel full; EMSGSIZE: too large). The caller still owns and must
+// close its copy of `fd`.
+int SendConnection(int channel, int fd, HandoffHeader& header,
+                   std::string_view record, std::string_view bytes);
 
 inline constexpr int kHandoffEnd = -2;
 
 // Receives one connection without blocking: returns its fd (close-on-exec)
-// and appends its bytes to `bytes` (at most `max_bytes`). Returns -1 with
+// and appends its record and then its bytes to `bytes` (at most `max_bytes`;
+// header.record_bytes says where the record ends). Returns -1 with
 // errno EAGAIN when nothing is queued (another reader may have taken it),
 // kHandoffEnd once every sender has closed its end, -1 on other errors.
 int ReceiveConnection(int channel, size_t max_bytes, HandoffHeader& header,

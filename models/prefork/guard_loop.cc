@@ -199,7 +199,9 @@ class GuardLoop {
     c.fd = fd;
     c.listener = header.listener;
     c.conn.Attach(&env_);
-    c.conn.Adopt(header.progress, inbox_.view());
+    const std::string_view message = inbox_.view();
+    c.conn.Adopt(header.progress, message.substr(0, header.record_bytes),
+                 message.substr(header.record_bytes));
     c.events = EV_READ | early_close_;
     event_assign(&c.ev, base_, fd, c.events, &GuardLoop::OnConnection, &c);
     if (conns_.size() > max_held_) {
@@ -229,7 +231,9 @@ class GuardLoop {
   void ReadHead(Guarded& c) {
     const Clock::time_point now = Clock::now();
     for (;;) {
-      const size_t held = c.conn.input().size();
+      // The record that replaces the head on the way back may be a little
+      // larger than it (kHeadRecordOverhead).
+      const size_t held = c.conn.input().size() + kHeadRecordOverhead;
       const size_t room = capacity_ - std::min(capacity_, held);
       if (room == 0) break;
       // Through a shared chunk, not straight into the connection's buffer:
@@ -265,7 +269,7 @@ class GuardLoop {
         loop_.HandBack(c_);  // replies to records before it went out first
         return false;
       }
-      if (c_.conn.input().size() >= loop_.capacity_) {
+      if (c_.conn.input().size() + kHeadRecordOverhead >= loop_.capacity_) {
         // Only a FastCGI peer sending management records without end could
         // get here (a head beyond max_header_bytes was answered).
         Bump(loop_.stats().bad_input);
@@ -326,7 +330,9 @@ class GuardLoop {
     HandoffHeader header;
     header.listener = c.listener;
     header.progress = c.conn.Progress();
-    int err = SendConnection(unpark_tx_, c.fd, header, c.conn.input());
+    record_.clear();
+    const std::string_view bytes = c.conn.SaveParsed(record_);
+    int err = SendConnection(unpark_tx_, c.fd, header, record_, bytes);
     if (err == 0) return true;
     if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) return false;
     LogWarn("head_guard_handback_failed", "error={} bytes={}",
@@ -428,6 +434,7 @@ class GuardLoop {
   short early_close_ = 0;              // EV_CLOSED where the backend has it
   char chunk_[kGuardReadChunk];
   Buffer inbox_;
+  std::string record_;  // a head record on its way back, reused
 };
 
 }  // namespace

@@ -23,8 +23,8 @@ std::unique_ptr<HeadGuard> HeadGuard::Create(const Listeners& listeners,
                                              const LimitsConfig& limits,
                                              std::string* error) {
   std::unique_ptr<HeadGuard> guard(new HeadGuard(listeners, limits));
-  const size_t need =
-      static_cast<size_t>(limits.max_header_bytes) + 2 * kGuardReadChunk;
+  const size_t need = static_cast<size_t>(limits.max_header_bytes) +
+                      2 * kGuardReadChunk + kHeadRecordOverhead;
   if (!MakeHandoffChannel(guard->park_, need) ||
       !MakeHandoffChannel(guard->unpark_, need)) {
     *error = std::string("socketpair(SOCK_SEQPACKET): ") + strerror(errno);

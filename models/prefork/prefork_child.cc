@@ -304,7 +304,9 @@ bool ChildLoop::TakeHandBack() {
         fd, (*ctx_.listeners)[header.listener].protocol, ctx_.config.limits);
     c->conn.Attach(&bc_.env);
     c->conn.SetListener(header.listener);
-    c->conn.Adopt(header.progress, inbox_.view());
+    const std::string_view message = inbox_.view();
+    c->conn.Adopt(header.progress, message.substr(0, header.record_bytes),
+                  message.substr(header.record_bytes));
     Serve(std::move(c), header.listener);
     return true;
   } else if (fd >= 0) {

@@ -11,11 +11,16 @@ namespace gearbox {
 
 bool ParkWithGuard(int park_fd, size_t capacity, BlockingConnection& c,
                    uint32_t listener) {
-  if (park_fd < 0 || c.conn.input().size() > capacity) return false;
+  if (park_fd < 0) return false;
+  // A slow path (a head that did not come within the grace): the record's
+  // string is made here rather than kept per child.
+  std::string record;
+  const std::string_view bytes = c.conn.SaveParsed(record);
+  if (record.size() + bytes.size() > capacity) return false;
   HandoffHeader header;
   header.listener = listener;
   header.progress = c.conn.Progress();
-  if (SendConnection(park_fd, c.fd, header, c.conn.input()) != 0) return false;
+  if (SendConnection(park_fd, c.fd, header, record, bytes) != 0) return false;
   close(c.fd);  // the guard has its own copy; not a close for the stats
   c.fd = -1;
   return true;

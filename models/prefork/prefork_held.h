@@ -21,10 +21,10 @@
 
 namespace gearbox {
 
-// Sends `c` (fd, progress and the bytes read) to the head guard's park
-// channel without blocking and closes the child's copy. False when there is no
-// guard (-1), its bytes exceed `capacity`, or the channel is full: the caller
-// still has the connection.
+// Sends `c` (fd, progress, the codec's record and the bytes after it) to the
+// head guard's park channel without blocking and closes the child's copy.
+// False when there is no guard (-1), the message would exceed `capacity`, or
+// the channel is full: the caller still has the connection.
 bool ParkWithGuard(int park_fd, size_t capacity, BlockingConnection& c,
                    uint32_t listener);
 

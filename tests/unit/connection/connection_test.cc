@@ -574,7 +574,10 @@ TEST_F(ConnectionTest, HeadHandedOffMidHeadIsServedByTheNextOwner) {
 
   Connection child(Protocol::kHttp, limits_);
   child.Attach(&env_);
-  child.Adopt(progress, guard->input());
+  std::string record;
+  const std::string_view bytes = guard->SaveParsed(record);
+  EXPECT_TRUE(bytes.empty());  // the head travels as the codec's record
+  child.Adopt(progress, record, bytes);
   child.Process(now_);
   EXPECT_EQ(stats().requests.load(), 1u);
   EXPECT_NE(Drain(child).find("200 OK"), std::string::npos);

@@ -35,9 +35,9 @@ TEST_F(HandoffTest, FdBytesAndHeaderArriveIntact) {
   sent.progress.deadline =
       Clock::time_point(std::chrono::nanoseconds(123456789012345));
   sent.progress.ready_us = 42;
-  sent.progress.replayed_out = 24;
+  const std::string record = "a codec's record";
   const std::string head = "GET /hello HTTP/1.1\r\nHost: slo";
-  ASSERT_EQ(SendConnection(channel_[1], client_[1], sent, head), 0);
+  ASSERT_EQ(SendConnection(channel_[1], client_[1], sent, record, head), 0);
   close(client_[1]);  // the sender's copy: the receiver's must keep it open
   client_[1] = -1;
 
@@ -45,13 +45,13 @@ TEST_F(HandoffTest, FdBytesAndHeaderArriveIntact) {
   Buffer bytes;
   int fd = ReceiveConnection(channel_[0], 65536, got, bytes);
   ASSERT_GE(fd, 0) << strerror(errno);
-  EXPECT_EQ(bytes.view(), head);
+  EXPECT_EQ(bytes.view(), record + head);
+  EXPECT_EQ(got.record_bytes, record.size());
   EXPECT_EQ(got.listener, 3u);
   EXPECT_FALSE(got.progress.fresh);
   EXPECT_EQ(got.progress.deadline,
             Clock::time_point(std::chrono::nanoseconds(123456789012345)));
   EXPECT_EQ(got.progress.ready_us, 42u);
-  EXPECT_EQ(got.progress.replayed_out, 24u);
   // The received fd is the same connection: the client hears what it says.
   ASSERT_EQ(write(fd, "hi", 2), 2);
   char buf[4] = {};
@@ -62,8 +62,8 @@ TEST_F(HandoffTest, FdBytesAndHeaderArriveIntact) {
 
 TEST_F(HandoffTest, EachMessageIsOneConnection) {
   HandoffHeader h;
-  ASSERT_EQ(SendConnection(channel_[1], client_[1], h, "first"), 0);
-  ASSERT_EQ(SendConnection(channel_[1], client_[1], h, ""), 0);
+  ASSERT_EQ(SendConnection(channel_[1], client_[1], h, "", "first"), 0);
+  ASSERT_EQ(SendConnection(channel_[1], client_[1], h, "", ""), 0);
   Buffer a, b;
   int fa = ReceiveConnection(channel_[0], 65536, h, a);
   int fb = ReceiveConnection(channel_[0], 65536, h, b);
@@ -91,13 +91,13 @@ TEST_F(HandoffTest, MessageBeyondCapacityIsRefusedNotTruncated) {
   ASSERT_GE(capacity, 65536u);
   HandoffHeader h;
   std::string too_big(capacity + 4096, 'x');
-  EXPECT_EQ(SendConnection(channel_[1], client_[1], h, too_big), EMSGSIZE);
+  EXPECT_EQ(SendConnection(channel_[1], client_[1], h, "", too_big), EMSGSIZE);
 }
 
 TEST_F(HandoffTest, ReceiverTooSmallClosesTheFdAndFails) {
   HandoffHeader h;
-  ASSERT_EQ(SendConnection(channel_[1], client_[1], h, std::string(100, 'y')),
-            0);
+  ASSERT_EQ(
+      SendConnection(channel_[1], client_[1], h, "", std::string(100, 'y')), 0);
   close(client_[1]);
   client_[1] = -1;
   Buffer bytes;

@@ -290,7 +290,7 @@ TEST_F(HeldTest, ParkAllKeepsWhatAFullChannelCannotTake) {
   auto filler = Connect(kT0, &filler_peer);
   HandoffHeader h;
   int queued = 0;
-  while (SendConnection(channel_[1], filler->fd, h, "") == 0) {
+  while (SendConnection(channel_[1], filler->fd, h, "", "") == 0) {
     ASSERT_LT(++queued, 100000) << "the channel never filled";
   }
   ASSERT_GT(queued, 0);
@@ -342,7 +342,7 @@ TEST_F(HeldTest, ParkWithGuardSendsTheBytesReadAndClosesTheChildsCopy) {
   ConnectionProgress progress;
   progress.fresh = true;
   progress.deadline = kT0 + limits_.header_timeout;
-  c->conn.Adopt(progress, "GET / HTTP/1.1\r\n");
+  c->conn.Adopt(progress, "", "GET / HTTP/1.1\r\n");
   const int fd = c->fd;
 
   EXPECT_FALSE(ParkWithGuard(-1, 4096, *c, 4)) << "no guard";
