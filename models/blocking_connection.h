@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include <chrono>
-#include <map>
 #include <string_view>
 
 #include "config/config.h"
@@ -40,14 +39,6 @@ struct BlockingConnection {
   int fd;
   Connection conn;
   Clock::time_point turn_started{};  // when the current worker took it
-  // Threadpool bookkeeping (ParkedSet): its slot while its fd is in the
-  // epoll set, and its entry in the expiry index while parked (the node is
-  // kept between stays: parking allocates nothing after the first).
-  using ParkIndex = std::multimap<Clock::time_point, BlockingConnection*>;
-  ParkIndex::iterator park_entry;
-  ParkIndex::node_type park_node;
-  uint32_t park_slot = 0;
-  bool registered = false;
 };
 
 // What a blocking wait for bytes ended with.

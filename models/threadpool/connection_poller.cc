@@ -81,7 +81,7 @@ void ConnectionPoller::Stop() {
   if (thread_.joinable()) thread_.join();
   taken_.clear();
   queue_.TakeParked(taken_);
-  for (BlockingConnection* c : taken_) {
+  for (PooledConnection* c : taken_) {
     c->conn.Attach(&env_);
     c->conn.Abort(CloseReason::kDrain);
     Settle(c);
@@ -171,7 +171,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
     }
     Bump(env_.cycle.stats->accepted);
     open_.fetch_add(1, std::memory_order_relaxed);
-    auto* c = new BlockingConnection(fd, l.protocol, ctx_.config.limits);
+    auto* c = new PooledConnection(fd, l.protocol, ctx_.config.limits);
     c->conn.Attach(&env_);
     c->conn.SetListener(index);
     c->conn.SetPeer(peer);
@@ -182,7 +182,7 @@ void ConnectionPoller::AcceptFrom(size_t index) {
 
 // Queue the connection for a worker, or refuse it with 503 when the queue is
 // full: overload is explicit and memory stays bounded.
-void ConnectionPoller::Dispatch(BlockingConnection* c) {
+void ConnectionPoller::Dispatch(PooledConnection* c) {
   if (queue_.Push(c)) return;
   c->conn.Refuse();
   Settle(c);
@@ -193,7 +193,7 @@ void ConnectionPoller::Dispatch(BlockingConnection* c) {
 // be sent at once is dropped with the connection.
 class ConnectionPoller::Port {
  public:
-  Port(ConnectionPoller& poller, BlockingConnection* c)
+  Port(ConnectionPoller& poller, PooledConnection* c)
       : poller_(poller), c_(c) {}
   Clock::time_point Now() { return Clock::now(); }
   int fd() const { return c_->fd; }
@@ -217,16 +217,16 @@ class ConnectionPoller::Port {
     return true;
   }
   ConnectionPoller& poller_;
-  BlockingConnection* c_;
+  PooledConnection* c_;
 };
 
-void ConnectionPoller::Settle(BlockingConnection* c) {
+void ConnectionPoller::Settle(PooledConnection* c) {
   c->conn.Attach(&env_);
   Port port(*this, c);
   Drive(port, c->conn);
 }
 
-void ConnectionPoller::Finish(BlockingConnection* c) {
+void ConnectionPoller::Finish(PooledConnection* c) {
   if (c->registered) queue_.Forget(c);
   CloseBlocking(*c);
   delete c;
@@ -251,7 +251,7 @@ void ConnectionPoller::ExpireParked() {
   const Clock::time_point now = Clock::now();
   taken_.clear();
   queue_.TakeExpired(now, taken_);
-  for (BlockingConnection* c : taken_) {
+  for (PooledConnection* c : taken_) {
     c->conn.Attach(&env_);
     c->conn.DeadlinePassed(now);
     Settle(c);  // with the 408 it may be owed
@@ -265,7 +265,7 @@ void ConnectionPoller::ExpireParked() {
 void ConnectionPoller::ShortenIdleParked() {
   taken_.clear();
   queue_.TakeIdleParked(taken_);
-  for (BlockingConnection* c : taken_) {
+  for (PooledConnection* c : taken_) {
     Settle(c);  // parked again with the drain's deadline, or closed
     queue_.Done();
   }

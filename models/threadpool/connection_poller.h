@@ -12,8 +12,8 @@
 
 #include "daemon/connection/connection.h"
 #include "models/accept_util.h"
-#include "models/blocking_connection.h"
 #include "models/model.h"
+#include "models/threadpool/pooled_connection.h"
 #include "models/threadpool/ready_queue.h"
 
 namespace gearbox {
@@ -44,13 +44,13 @@ class ConnectionPoller {
   void AdjustListening();
   Status SetListening(bool on);
   void AcceptFrom(size_t index);
-  void Dispatch(BlockingConnection* c);
+  void Dispatch(PooledConnection* c);
   // Acts on what the machine wants of a connection no worker holds (the
   // driver core, models/driver.h, with the poller's Port): sends what it
   // owes, then parks it or closes it.
-  void Settle(BlockingConnection* c);
+  void Settle(PooledConnection* c);
   class Port;
-  void Finish(BlockingConnection* c);  // closes, counts, deletes
+  void Finish(PooledConnection* c);  // closes, counts, deletes
   int NextExpiryMs();
   void ExpireParked();
   void ShortenIdleParked();
@@ -70,7 +70,7 @@ class ConnectionPoller {
   std::atomic<bool> acknowledged_{false};
   std::atomic<int64_t> open_{0};
   std::thread thread_;
-  std::vector<BlockingConnection*> taken_;  // scratch: expired, idle at drain
+  std::vector<PooledConnection*> taken_;  // scratch: expired, idle at drain
 };
 
 }  // namespace gearbox

@@ -30,7 +30,7 @@ Status ParkedSet::Init() {
 }
 
 // Adding reports the fd at once if bytes came before (edge-triggered too).
-bool ParkedSet::Register(BlockingConnection* c) {
+bool ParkedSet::Register(PooledConnection* c) {
   uint32_t index;
   if (!free_slots_.empty()) {
     index = free_slots_.back();
@@ -54,7 +54,7 @@ bool ParkedSet::Register(BlockingConnection* c) {
   return true;
 }
 
-ParkedSet::Armed ParkedSet::Arm(BlockingConnection* c) {
+ParkedSet::Armed ParkedSet::Arm(PooledConnection* c) {
   if (!c->registered && !Register(c)) return Armed::kFailed;
   Slot& slot = slots_[c->park_slot];
   if (slot.edge) {
@@ -71,7 +71,7 @@ ParkedSet::Armed ParkedSet::Arm(BlockingConnection* c) {
   return Armed::kParked;
 }
 
-BlockingConnection* ParkedSet::Take(uint64_t data) {
+PooledConnection* ParkedSet::Take(uint64_t data) {
   const auto index = static_cast<uint32_t>(data);
   const auto generation = static_cast<uint32_t>(data >> 32);
   if (index >= slots_.size()) return nullptr;
@@ -81,20 +81,20 @@ BlockingConnection* ParkedSet::Take(uint64_t data) {
     slot.edge = true;  // whoever holds it reads before it parks again
     return nullptr;
   }
-  BlockingConnection* c = slot.c;
+  PooledConnection* c = slot.c;
   Remove(c);
   return c;
 }
 
 // Out of the index; the fd stays in the epoll set, and its slot with it.
-void ParkedSet::Remove(BlockingConnection* c) {
+void ParkedSet::Remove(PooledConnection* c) {
   c->park_node = by_deadline_.extract(c->park_entry);
   slots_[c->park_slot].parked = false;
 }
 
 // Closing the fd took it out of the epoll set; an event a worker fetched
 // before names an old generation now.
-void ParkedSet::Forget(BlockingConnection* c) {
+void ParkedSet::Forget(PooledConnection* c) {
   if (!c->registered) return;
   Slot& slot = slots_[c->park_slot];
   if (slot.parked) Remove(c);
@@ -107,15 +107,15 @@ void ParkedSet::Forget(BlockingConnection* c) {
 
 // O(expired * log n): the index is ordered by deadline.
 void ParkedSet::TakeExpired(Clock::time_point now,
-                            std::vector<BlockingConnection*>& out) {
+                            std::vector<PooledConnection*>& out) {
   while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
-    BlockingConnection* c = by_deadline_.begin()->second;
+    PooledConnection* c = by_deadline_.begin()->second;
     Remove(c);
     out.push_back(c);
   }
 }
 
-void ParkedSet::TakeIdle(std::vector<BlockingConnection*>& out) {
+void ParkedSet::TakeIdle(std::vector<PooledConnection*>& out) {
   const size_t first = out.size();
   for (const auto& [deadline, c] : by_deadline_) {
     if (c->conn.phase() == Phase::kIdle && !c->conn.drain_lingering())
@@ -124,9 +124,9 @@ void ParkedSet::TakeIdle(std::vector<BlockingConnection*>& out) {
   for (size_t i = first; i < out.size(); ++i) Remove(out[i]);
 }
 
-void ParkedSet::TakeAll(std::vector<BlockingConnection*>& out) {
+void ParkedSet::TakeAll(std::vector<PooledConnection*>& out) {
   while (!by_deadline_.empty()) {
-    BlockingConnection* c = by_deadline_.begin()->second;
+    PooledConnection* c = by_deadline_.begin()->second;
     Remove(c);
     out.push_back(c);
   }

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "daemon/clock.h"
-#include "models/blocking_connection.h"
 #include "models/model.h"
+#include "models/threadpool/pooled_connection.h"
 
 namespace gearbox {
 
@@ -53,19 +53,18 @@ class ParkedSet {
 
   // Parks `c` until c->conn.deadline(): epoll reports it when bytes or a
   // hang-up come. Its first park adds its fd to the set.
-  Armed Arm(BlockingConnection* c);
+  Armed Arm(PooledConnection* c);
   // The connection an event's data names, taken out of the set; null when
   // it is not parked (remembered for its next Arm()) or the event is stale.
-  BlockingConnection* Take(uint64_t data);
+  PooledConnection* Take(uint64_t data);
   // Before `c` is closed and deleted: its slot is free, its events stale.
-  void Forget(BlockingConnection* c);
+  void Forget(PooledConnection* c);
   // Takes out those whose deadline passed (the caller expires them).
-  void TakeExpired(Clock::time_point now,
-                   std::vector<BlockingConnection*>& out);
+  void TakeExpired(Clock::time_point now, std::vector<PooledConnection*>& out);
   // Takes out the idle ones (between requests) a drain has not given its
   // deadline yet.
-  void TakeIdle(std::vector<BlockingConnection*>& out);
-  void TakeAll(std::vector<BlockingConnection*>& out);
+  void TakeIdle(std::vector<PooledConnection*>& out);
+  void TakeAll(std::vector<PooledConnection*>& out);
 
   // The earliest deadline; Clock::time_point::max() when empty.
   Clock::time_point NextDeadline() const;
@@ -73,18 +72,18 @@ class ParkedSet {
 
  private:
   struct Slot {
-    BlockingConnection* c = nullptr;  // while its fd is in the set
-    uint32_t generation = 1;          // event data is never 0
+    PooledConnection* c = nullptr;  // while its fd is in the set
+    uint32_t generation = 1;        // event data is never 0
     bool parked = false;
     bool edge = false;  // an event came while it was not parked
   };
-  bool Register(BlockingConnection* c);
-  void Remove(BlockingConnection* c);
+  bool Register(PooledConnection* c);
+  void Remove(PooledConnection* c);
 
   int epoll_fd_ = -1;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
-  BlockingConnection::ParkIndex by_deadline_;
+  PooledConnection::ParkIndex by_deadline_;
 };
 
 }  // namespace gearbox

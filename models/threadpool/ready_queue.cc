@@ -67,13 +67,13 @@ void ReadyQueue::Wake(uint64_t n) {
   (void)r;
 }
 
-void ReadyQueue::EnqueueLocked(BlockingConnection* c) {
+void ReadyQueue::EnqueueLocked(PooledConnection* c) {
   c->conn.set_ready_us(NowMicros());
   queue_.push_back(c);
   UpdateGauge();
 }
 
-bool ReadyQueue::Push(BlockingConnection* c) {
+bool ReadyQueue::Push(PooledConnection* c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (queue_.size() >= capacity_ || closed_.load()) return false;
@@ -84,7 +84,7 @@ bool ReadyQueue::Push(BlockingConnection* c) {
 }
 
 // Past the bound: a connection that was already served once is not refused.
-void ReadyQueue::Requeue(BlockingConnection* c) {
+void ReadyQueue::Requeue(PooledConnection* c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnqueueLocked(c);
@@ -92,18 +92,18 @@ void ReadyQueue::Requeue(BlockingConnection* c) {
   Wake(1);
 }
 
-BlockingConnection* ReadyQueue::PopQueuedLocked() {
+PooledConnection* ReadyQueue::PopQueuedLocked() {
   if (queue_.empty()) return nullptr;
-  BlockingConnection* c = queue_.front();
+  PooledConnection* c = queue_.front();
   queue_.pop_front();
   UpdateGauge();
   ++active_;
   return c;
 }
 
-BlockingConnection* ReadyQueue::Pop(size_t worker,
-                                    std::chrono::microseconds idle_for,
-                                    bool* idle) {
+PooledConnection* ReadyQueue::Pop(size_t worker,
+                                  std::chrono::microseconds idle_for,
+                                  bool* idle) {
   *idle = false;
   seats_.Idle(worker);
   const bool forever = idle_for == std::chrono::microseconds::max();
@@ -113,7 +113,7 @@ BlockingConnection* ReadyQueue::Pop(size_t worker,
   for (;;) {
     if (queued_.load(std::memory_order_relaxed) > 0 || closed_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (BlockingConnection* c = PopQueuedLocked()) {
+      if (PooledConnection* c = PopQueuedLocked()) {
         seats_.Busy(worker, NowMicros());
         return c;
       }
@@ -145,7 +145,7 @@ BlockingConnection* ReadyQueue::Pop(size_t worker,
       continue;
     }
     const uint64_t now_us = NowMicros();
-    if (BlockingConnection* c = TakeEvent(data, now_us)) {
+    if (PooledConnection* c = TakeEvent(data, now_us)) {
       seats_.Busy(worker, now_us);
       return c;
     }
@@ -175,10 +175,10 @@ int ReadyQueue::WaitEvent(uint64_t* data, int timeout_ms) {
 }
 
 // After Close() a parked connection stays where it is: the drain closes it.
-BlockingConnection* ReadyQueue::TakeEvent(uint64_t data, uint64_t now_us) {
+PooledConnection* ReadyQueue::TakeEvent(uint64_t data, uint64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_.load()) return nullptr;
-  BlockingConnection* c = parked_.Take(data);
+  PooledConnection* c = parked_.Take(data);
   if (!c) return nullptr;  // stale, or not parked: its holder reads again
   c->conn.set_ready_us(now_us);
   ++active_;
@@ -189,7 +189,7 @@ bool ReadyQueue::RetakeSeats(std::chrono::microseconds after) {
   return seats_.Retake(NowMicros(), static_cast<uint64_t>(after.count()));
 }
 
-ParkedSet::Armed ReadyQueue::ArmLocked(BlockingConnection* c) {
+ParkedSet::Armed ReadyQueue::ArmLocked(PooledConnection* c) {
   const ParkedSet::Armed armed = parked_.Arm(c);
   if (armed == ParkedSet::Armed::kParked && c->conn.deadline() < expiry_pass_) {
     expiry_pass_ = c->conn.deadline();
@@ -203,7 +203,7 @@ void ReadyQueue::DoneLocked() {
   if (IdleLocked()) idle_cv_.notify_all();
 }
 
-ParkedSet::Armed ReadyQueue::Park(BlockingConnection* c) {
+ParkedSet::Armed ReadyQueue::Park(PooledConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
   const ParkedSet::Armed armed = ArmLocked(c);
   if (armed == ParkedSet::Armed::kParked) DoneLocked();
@@ -215,13 +215,13 @@ void ReadyQueue::Done() {
   DoneLocked();
 }
 
-void ReadyQueue::Closed(BlockingConnection* c) {
+void ReadyQueue::Closed(PooledConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
   parked_.Forget(c);
   DoneLocked();
 }
 
-bool ReadyQueue::ParkFromPoller(BlockingConnection* c) {
+bool ReadyQueue::ParkFromPoller(PooledConnection* c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const ParkedSet::Armed armed = ArmLocked(c);
@@ -233,7 +233,7 @@ bool ReadyQueue::ParkFromPoller(BlockingConnection* c) {
   return true;
 }
 
-void ReadyQueue::Forget(BlockingConnection* c) {
+void ReadyQueue::Forget(PooledConnection* c) {
   std::lock_guard<std::mutex> lock(mu_);
   parked_.Forget(c);
 }
@@ -247,7 +247,7 @@ Clock::time_point ReadyQueue::NextDeadline(Clock::time_point until) {
 // The last parked connection of a drain expiring (drain_idle_timeout) is what
 // a Drain() waits for: tell it.
 void ReadyQueue::TakeExpired(Clock::time_point now,
-                             std::vector<BlockingConnection*>& out) {
+                             std::vector<PooledConnection*>& out) {
   std::lock_guard<std::mutex> lock(mu_);
   const size_t before = out.size();
   parked_.TakeExpired(now, out);
@@ -256,7 +256,7 @@ void ReadyQueue::TakeExpired(Clock::time_point now,
 
 // Counted as active until the poller has re-parked or closed each one (a
 // Done() each): the drain must not see them nowhere.
-void ReadyQueue::TakeIdleParked(std::vector<BlockingConnection*>& out) {
+void ReadyQueue::TakeIdleParked(std::vector<PooledConnection*>& out) {
   std::lock_guard<std::mutex> lock(mu_);
   const size_t before = out.size();
   parked_.TakeIdle(out);
@@ -274,15 +274,15 @@ bool ReadyQueue::WaitIdle(Deadline deadline) {
   return idle_cv_.wait_until(lock, deadline, [this] { return IdleLocked(); });
 }
 
-std::deque<BlockingConnection*> ReadyQueue::TakeQueued() {
+std::deque<PooledConnection*> ReadyQueue::TakeQueued() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::deque<BlockingConnection*> out;
+  std::deque<PooledConnection*> out;
   out.swap(queue_);
   UpdateGauge();
   return out;
 }
 
-void ReadyQueue::TakeParked(std::vector<BlockingConnection*>& out) {
+void ReadyQueue::TakeParked(std::vector<PooledConnection*>& out) {
   std::lock_guard<std::mutex> lock(mu_);
   parked_.TakeAll(out);
 }

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "daemon/metrics/worker_stats.h"
-#include "models/blocking_connection.h"
 #include "models/model.h"
 #include "models/threadpool/parked_set.h"
+#include "models/threadpool/pooled_connection.h"
 #include "models/threadpool/worker_seats.h"
 
 namespace gearbox {
@@ -50,17 +50,17 @@ class ReadyQueue {
 
   // Poller: queues a new connection. False when the queue is full (or
   // closed): the caller refuses it with 503.
-  bool Push(BlockingConnection* c);
+  bool Push(PooledConnection* c);
   // Worker: a connection whose next request is buffered but whose turn is
   // over goes to the back, behind those waiting (bounded by the open
   // connections).
-  void Requeue(BlockingConnection* c);
+  void Requeue(PooledConnection* c);
   // Worker `worker` (0..workers-1): blocks until a connection is ready
   // (queued, or parked and now readable), or closed; gives up after
   // `idle_for` without work: null with *idle set (a thread may then retire;
   // ReleaseSeat() first). Null without *idle: closed.
-  BlockingConnection* Pop(size_t worker, std::chrono::microseconds idle_for,
-                          bool* idle);
+  PooledConnection* Pop(size_t worker, std::chrono::microseconds idle_for,
+                        bool* idle);
   // Worker: about to block (or to leave): a follower takes its seat.
   void ReleaseSeat(size_t worker) { seats_.Release(worker); }
   // Poller: seats held on one turn for longer than `after` go to followers.
@@ -70,32 +70,31 @@ class ReadyQueue {
   // kReady: bytes may have come while it was served, the worker keeps it
   // and reads; kFailed: the caller closes it. Done() when it was requeued,
   // Closed() when it was closed (before it is deleted).
-  ParkedSet::Armed Park(BlockingConnection* c);
+  ParkedSet::Armed Park(PooledConnection* c);
   void Done();
-  void Closed(BlockingConnection* c);
+  void Closed(PooledConnection* c);
 
   // Poller: parks a connection no worker holds (drain, new deadline); one
   // with bytes waiting is queued for a worker. False: the caller closes it.
-  bool ParkFromPoller(BlockingConnection* c);
+  bool ParkFromPoller(PooledConnection* c);
   // Poller: a connection it took out is about to be closed and deleted.
-  void Forget(BlockingConnection* c);
+  void Forget(PooledConnection* c);
   // Poller: the earliest parked deadline, and the connections past theirs.
   // `until`: when the poller next looks (a Park() with an earlier deadline
   // wakes it).
   Clock::time_point NextDeadline(Clock::time_point until);
-  void TakeExpired(Clock::time_point now,
-                   std::vector<BlockingConnection*>& out);
+  void TakeExpired(Clock::time_point now, std::vector<PooledConnection*>& out);
   // Poller, draining: the idle parked connections, taken out to be re-parked
   // with the drain's deadline (or closed).
-  void TakeIdleParked(std::vector<BlockingConnection*>& out);
+  void TakeIdleParked(std::vector<PooledConnection*>& out);
 
   // Wakes every worker; Pop() returns null once the queue is empty.
   void Close();
   // Waits until nothing is queued, in a worker, or parked.
   bool WaitIdle(Deadline deadline);
   // After Close() and the workers' exit: whatever is left.
-  std::deque<BlockingConnection*> TakeQueued();
-  void TakeParked(std::vector<BlockingConnection*>& out);
+  std::deque<PooledConnection*> TakeQueued();
+  void TakeParked(std::vector<PooledConnection*>& out);
 
   // For the turn and growth decisions (readable without the lock).
   const std::atomic<int>& queued() const { return queued_; }
@@ -108,12 +107,12 @@ class ReadyQueue {
   }
 
  private:
-  void EnqueueLocked(BlockingConnection* c);
-  BlockingConnection* PopQueuedLocked();
-  BlockingConnection* TakeEvent(uint64_t data, uint64_t now_us);
+  void EnqueueLocked(PooledConnection* c);
+  PooledConnection* PopQueuedLocked();
+  PooledConnection* TakeEvent(uint64_t data, uint64_t now_us);
   int WaitEvent(uint64_t* data, int timeout_ms);
   void Wake(uint64_t n);
-  ParkedSet::Armed ArmLocked(BlockingConnection* c);
+  ParkedSet::Armed ArmLocked(PooledConnection* c);
   void DoneLocked();
   void UpdateGauge();  // caller holds mu_
   bool IdleLocked() const {
@@ -127,7 +126,7 @@ class ReadyQueue {
   int expiry_wake_fd_ = -1;
   std::mutex mu_;
   std::condition_variable idle_cv_;
-  std::deque<BlockingConnection*> queue_;
+  std::deque<PooledConnection*> queue_;
   ParkedSet parked_;
   Clock::time_point expiry_pass_ = Clock::time_point::max();
   int active_ = 0;

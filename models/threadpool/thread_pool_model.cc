@@ -20,11 +20,11 @@
 
 #include "daemon/clock.h"
 #include "daemon/logging.h"
-#include "models/blocking_connection.h"
 #include "models/pool_scaler.h"
 #include "models/stuck_request.h"
 #include "models/threadpool/connection_poller.h"
 #include "models/threadpool/interruptible_sleeper.h"
+#include "models/threadpool/pooled_connection.h"
 #include "models/threadpool/ready_queue.h"
 
 namespace gearbox {
@@ -157,7 +157,7 @@ class ThreadPoolModel final : public Model {
     for (auto& w : workers_)
       if (w) w->thread.join();
     poller_->Stop();
-    for (BlockingConnection* c : queue_->TakeQueued()) {
+    for (PooledConnection* c : queue_->TakeQueued()) {
       queue_->Forget(c);
       c->conn.Abort(CloseReason::kDrain);
       CloseBlocking(*c);
@@ -314,7 +314,7 @@ class ThreadPoolModel final : public Model {
     bool retired = false;  // Retire() counted it out of live_ already
     for (;;) {
       bool idle = false;
-      BlockingConnection* c = queue_->Pop(index, idle_for, &idle);
+      PooledConnection* c = queue_->Pop(index, idle_for, &idle);
       if (!c && idle) {
         if ((retired = Retire())) break;
         continue;
@@ -337,7 +337,7 @@ class ThreadPoolModel final : public Model {
   // its bytes come, to the back of the queue, or closed. False: bytes came
   // while it was served and nobody has read them: serve it again, reading
   // first.
-  bool HandBack(BlockingConnection* c, ConnectionOutcome outcome) {
+  bool HandBack(PooledConnection* c, ConnectionOutcome outcome) {
     if (outcome == ConnectionOutcome::kParked) {
       const ParkedSet::Armed armed = queue_->Park(c);
       if (armed == ParkedSet::Armed::kParked) return true;

@@ -89,7 +89,7 @@ TEST_F(PollerTest, HeadParkedByAWorkerGets408FromThePollerAtItsDeadline) {
             static_cast<ssize_t>(part.size()));
   // The worker's turn: it reads the part, has nothing more, and parks it.
   bool idle = false;
-  BlockingConnection* c = queue_->Pop(0, std::chrono::seconds(5), &idle);
+  PooledConnection* c = queue_->Pop(0, std::chrono::seconds(5), &idle);
   ASSERT_NE(c, nullptr);
   Request request;
   Response response;

@@ -26,14 +26,14 @@ class ParkedSetTest : public ::testing::Test {
     env_.limits = &limits_;
   }
   // A connection whose deadline is `after` from now, and the client's end.
-  BlockingConnection* Connect(std::chrono::milliseconds after, int* client) {
+  PooledConnection* Connect(std::chrono::milliseconds after, int* client) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     *client = sv[0];
     clients_.push_back(sv[0]);
     limits_.header_timeout = after;
     auto c =
-        std::make_unique<BlockingConnection>(sv[1], Protocol::kHttp, limits_);
+        std::make_unique<PooledConnection>(sv[1], Protocol::kHttp, limits_);
     c->conn.Attach(&env_);
     c->conn.Accepted(Clock::now(), 0);
     owned_.push_back(std::move(c));
@@ -52,12 +52,12 @@ class ParkedSetTest : public ::testing::Test {
   LimitsConfig limits_;
   ConnectionEnv env_;
   std::vector<int> clients_;
-  std::vector<std::unique_ptr<BlockingConnection>> owned_;
+  std::vector<std::unique_ptr<PooledConnection>> owned_;
 };
 
 TEST_F(ParkedSetTest, ReadableConnectionIsReportedOnceAndTaken) {
   int client;
-  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  PooledConnection* c = Connect(std::chrono::seconds(10), &client);
   ASSERT_EQ(kParked, set_.Arm(c));
   EXPECT_EQ(set_.size(), 1u);
   EXPECT_EQ(NextEvent(), 0u) << "no bytes yet";
@@ -72,18 +72,18 @@ TEST_F(ParkedSetTest, ReadableConnectionIsReportedOnceAndTaken) {
 
 TEST_F(ParkedSetTest, EventOfAClosedConnectionIsStale) {
   int client;
-  BlockingConnection* c = Connect(std::chrono::milliseconds(0), &client);
+  PooledConnection* c = Connect(std::chrono::milliseconds(0), &client);
   ASSERT_EQ(kParked, set_.Arm(c));
   ASSERT_EQ(write(client, "G", 1), 1);
   const uint64_t data = NextEvent();  // a worker holds this event...
   ASSERT_NE(data, 0u);
-  std::vector<BlockingConnection*> expired;
+  std::vector<PooledConnection*> expired;
   set_.TakeExpired(Clock::now(), expired);  // ...when the poller expires it
   ASSERT_EQ(expired.size(), 1u);
   set_.Forget(c);  // and closes it
   // The slot is reused by the next connection parked.
   int client2;
-  BlockingConnection* c2 = Connect(std::chrono::seconds(10), &client2);
+  PooledConnection* c2 = Connect(std::chrono::seconds(10), &client2);
   ASSERT_EQ(kParked, set_.Arm(c2));
   EXPECT_EQ(set_.Take(data), nullptr) << "the old event must not name c2";
   EXPECT_EQ(set_.size(), 1u);
@@ -91,7 +91,7 @@ TEST_F(ParkedSetTest, EventOfAClosedConnectionIsStale) {
 
 TEST_F(ParkedSetTest, BytesThatCameWhileServedMakeTheNextParkReady) {
   int client;
-  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  PooledConnection* c = Connect(std::chrono::seconds(10), &client);
   ASSERT_EQ(kParked, set_.Arm(c));
   ASSERT_EQ(write(client, "GET / HTTP/1.1\r\n\r\n", 18), 18);
   ASSERT_EQ(set_.Take(NextEvent()), c);  // a worker serves it...
@@ -108,12 +108,12 @@ TEST_F(ParkedSetTest, BytesThatCameWhileServedMakeTheNextParkReady) {
 
 TEST_F(ParkedSetTest, AnEventFetchedBeforeADrainStillTakesTheConnection) {
   int client;
-  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  PooledConnection* c = Connect(std::chrono::seconds(10), &client);
   ASSERT_EQ(kParked, set_.Arm(c));
   ASSERT_EQ(write(client, "G", 1), 1);
   const uint64_t event = NextEvent();  // a worker holds this event...
   ASSERT_NE(event, 0u);
-  std::vector<BlockingConnection*> idle;
+  std::vector<PooledConnection*> idle;
   set_.TakeAll(idle);  // ...while a drain takes it out and parks it again
   ASSERT_EQ(kParked, set_.Arm(c));
   EXPECT_EQ(set_.Take(event), c) << "the only report of its bytes";
@@ -121,9 +121,9 @@ TEST_F(ParkedSetTest, AnEventFetchedBeforeADrainStillTakesTheConnection) {
 
 TEST_F(ParkedSetTest, AnEventWhileTheDrainHoldsItIsKept) {
   int client;
-  BlockingConnection* c = Connect(std::chrono::seconds(10), &client);
+  PooledConnection* c = Connect(std::chrono::seconds(10), &client);
   ASSERT_EQ(kParked, set_.Arm(c));
-  std::vector<BlockingConnection*> idle;
+  std::vector<PooledConnection*> idle;
   set_.TakeAll(idle);
   ASSERT_EQ(write(client, "G", 1), 1);
   EXPECT_EQ(set_.Take(NextEvent()), nullptr);
@@ -132,14 +132,14 @@ TEST_F(ParkedSetTest, AnEventWhileTheDrainHoldsItIsKept) {
 
 TEST_F(ParkedSetTest, ExpiryTakesOnlyWhatIsDueInDeadlineOrder) {
   int a, b, d;
-  BlockingConnection* late = Connect(std::chrono::seconds(30), &a);
-  BlockingConnection* soon = Connect(std::chrono::milliseconds(1), &b);
-  BlockingConnection* sooner = Connect(std::chrono::milliseconds(0), &d);
+  PooledConnection* late = Connect(std::chrono::seconds(30), &a);
+  PooledConnection* soon = Connect(std::chrono::milliseconds(1), &b);
+  PooledConnection* sooner = Connect(std::chrono::milliseconds(0), &d);
   ASSERT_EQ(kParked, set_.Arm(late));
   ASSERT_EQ(kParked, set_.Arm(soon));
   ASSERT_EQ(kParked, set_.Arm(sooner));
   EXPECT_EQ(set_.NextDeadline(), sooner->conn.deadline());
-  std::vector<BlockingConnection*> out;
+  std::vector<PooledConnection*> out;
   set_.TakeExpired(Clock::now() + std::chrono::milliseconds(5), out);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0], sooner);
