@@ -80,6 +80,12 @@ free_port() {
     "${1:-127.0.0.1}"
 }
 
+# bound_port LOG: the port of the first `event=listening ... bound=127.0.0.1:N`
+# line of a gearboxd log ("" until it is there): a listener on port 0.
+bound_port() {
+  sed -n 's/.*event=listening .*bound=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" | head -n 1
+}
+
 # --- one gearboxd under test (the tests/integration shell tests) ----------------
 # They set MODEL and LOG; fail names the model and shows the log's last
 # ${LOG_TAIL:-50} lines (LOG_TAIL=+1: all of it). A script that defines its own

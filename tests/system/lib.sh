@@ -1,5 +1,10 @@
 # Shared by the tests/system scripts (sourced, not run). Expects $root (the
-# repository) and the functions say/fail to exist.
+# repository) and the functions say/fail to exist. The shell tests' common
+# functions (wait_until, wait_for, alive, stop_pid, stop_group, free_port) come
+# from tests/support/lib.sh.
+
+# shellcheck source=tests/support/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
 
 # Sets GEARBOXD to the binary under test: $GEARBOXD if given, else a Bazel build
 # of //daemon:gearboxd (BAZEL, BAZEL_STARTUP_OPTS: the command and its startup

@@ -26,56 +26,28 @@ fail() { echo "lua_postgres_test: FAIL: $*" >&2; exit 1; }
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
 need curl:curl python3:python3 psql:postgresql runuser:util-linux
-pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null |
-  sort -V | tail -n 1)
-[[ -x "$pgbin/initdb" ]] || fail "no PostgreSQL server: apt-get install postgresql"
+# shellcheck source=tests/system/pg_cluster.sh
+source "$root/tests/system/pg_cluster.sh"
+pg_find
 find_gearboxd
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-luapg.XXXXXX")
 chmod 0755 "$work"
-data=$work/data
 gpid=""
-alive() { [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat"; }
-stop_pid() {
-  local pid=$1 sig=$2
-  alive "$pid" || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do alive "$pid" || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
   local rc=$?
   [[ -n "$gpid" ]] && stop_pid "$gpid" TERM
-  local pid
-  pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)
-  [[ -n "$pid" ]] && stop_pid "$pid" INT
+  pg_stop
   if ((rc != 0)); then say "logs of the failed run are in $work"; else rm -rf "$work"; fi
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 124' TERM INT
-as_postgres() { runuser -u postgres -- "$@"; }
-wait_for() {  # COMMAND SECONDS
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-sql() { psql -X -q -At -h "$work" -U postgres -d postgres -c "$1"; }
 same_json() {  # A B: equal as JSON values (key order aside)
   python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1]) != json.loads(sys.argv[2]))' "$1" "$2"
 }
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-chown postgres "$work"
-as_postgres "$pgbin/initdb" -D "$data" -A trust -U postgres -E UTF8 \
-  --locale=C.UTF-8 --no-sync >"$work/initdb.log" 2>&1 || fail "initdb failed"
-as_postgres "$pgbin/postgres" -D "$data" -c listen_addresses='' \
-  -c unix_socket_directories="$work" -c fsync=off >>"$work/postgres.log" 2>&1 &
-wait_for "sql 'SELECT 1'" 20 || fail "postgres did not start"
+pg_init
+pg_start
 sql "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric, note text);
      INSERT INTO items VALUES (1, 'apple', 1.5, NULL), (2, 'pear', 2.25, 'ripe')"
 dsn="host=$work user=postgres dbname=postgres"

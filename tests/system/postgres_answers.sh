@@ -29,10 +29,10 @@ answers_setup() {  # once, after the cluster is up
   # A listener that never accepts: the kernel completes handshakes into its
   # backlog, nobody ever answers libpq's startup packet.
   python3 -c '
-import socket, sys, time
+import signal, socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
 print(s.getsockname()[1], flush=True)
-time.sleep(600)' >"$work/mute.port" &
+signal.pause()  # until the cleanup stops it' >"$work/mute.port" &
   mute_pid=$!
   wait_for "[[ -s '$work/mute.port' ]]" 5 || fail "the mute listener did not start"
   mute_port=$(cat "$work/mute.port")
@@ -323,8 +323,9 @@ running_for() {
 # GETs PATHS at once after FIRST has run on the server for AGE; prints one
 # "path status body" line per request, FIRST's first.
 pipeline_burst() {  # PORT FIRST MARKER AGE PATHS...
-  python3 - "$@" <<'EOT'
-import http.client, subprocess, sys, threading, time
+  PYTHONPATH="$root/tests/support" python3 - "$@" <<'EOT'
+import http.client, subprocess, sys, threading
+from waiting import wait_until
 port, first, marker, age, paths = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 out = {}
 def get(path):
@@ -333,10 +334,11 @@ def get(path):
     r = c.getresponse()
     out[path] = (r.status, r.read().decode().strip())
 t0 = threading.Thread(target=get, args=(first,)); t0.start()
-while True:  # FIRST holds the one connection: the rest ride behind it
+def first_running():  # FIRST holds the one connection: the rest ride behind it
     n = subprocess.run(["bash", "-c", f"running_for {marker} '{age}'"], capture_output=True, text=True).stdout
-    if n.strip() == "1": break
-    time.sleep(0.02)
+    return n.strip() == "1"
+if not wait_until(first_running, timeout=10, every=0.02):
+    sys.exit(f"{first} did not start running")
 ts = [threading.Thread(target=get, args=(p,)) for p in paths]
 for t in ts: t.start()
 for t in [t0] + ts: t.join()
@@ -399,6 +401,8 @@ port = int(sys.argv[1])
 start = time.monotonic()
 out = {}
 def get(name, path, at):
+    # The timeline under test: each request at its set point of the stuck
+    # query's 2 s timeout and the 1 s stall bound after it.
     time.sleep(max(0.0, start + at - time.monotonic()))
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
     c.request("GET", path)
@@ -446,6 +450,9 @@ import http.client, socket, sys, threading, time
 port = int(sys.argv[1])
 a = socket.create_connection(("127.0.0.1", port))
 a.sendall(b"GET /orphan?n=1 HTTP/1.1\r\nHost: x\r\n\r\n")  # prepares, waits
+# A timeline inside the PREPARE's lock_timeout (400 ms): the rider joins at
+# 0.1 s, the client leaves at 0.2 s, the PREPARE fails at 0.4 s. A poll of
+# pg_locks (a psql each look) can outlast the whole window on a busy host.
 time.sleep(0.1)
 got = {}
 def rider():
@@ -453,6 +460,8 @@ def rider():
     c.request("GET", "/orphan?n=2")
     got["rider"] = c.getresponse().status
 t = threading.Thread(target=rider); t.start()
+# The rider's request reaches the connection behind the PREPARE: nothing
+# outside gearboxd shows a segment joining a pipelined connection.
 time.sleep(0.1)
 a.close()  # the preparing exchange goes away; the rider stays on the wire
 t.join()

@@ -62,43 +62,23 @@ fail() { echo "postgres_test: FAIL: $*" >&2; exit 1; }
 source "$root/tests/system/lib.sh"
 # shellcheck source=tests/system/postgres_answers.sh
 source "$root/tests/system/postgres_answers.sh"
+# shellcheck source=tests/system/pg_cluster.sh
+source "$root/tests/system/pg_cluster.sh"
 need curl:curl python3:python3 psql:postgresql runuser:util-linux
-# Debian keeps the server's binaries out of PATH, per major version.
-pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null |
-  sort -V | tail -n 1)
-[[ -x "$pgbin/initdb" && -x "$pgbin/postgres" ]] ||
-  fail "no PostgreSQL server under /usr/lib/postgresql/*/bin: apt-get install postgresql"
-id postgres >/dev/null 2>&1 || fail "no postgres user: apt-get install postgresql"
-
+pg_find
 find_gearboxd
 say "gearboxd: $GEARBOXD; PostgreSQL: $("$pgbin/postgres" --version)"
 
 # --- scratch space and cleanup -------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-pg.XXXXXX")
 chmod 0755 "$work"
-data=$work/data
 gpid=""
-
-alive() {
-  [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
-}
-pg_pid() { head -n 1 "$data/postmaster.pid" 2>/dev/null || true; }
-# Stops a process by PID: $2 first, 10 s, then KILL.
-stop_pid() {
-  local pid=$1 sig=$2
-  alive "$pid" || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do alive "$pid" || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 mute_pid=""
 cleanup() {
   local rc=$?
   [[ -n "$gpid" ]] && stop_pid "$gpid" TERM
   [[ -n "$mute_pid" ]] && stop_pid "$mute_pid" TERM
-  local pid
-  pid=$(pg_pid)
-  [[ -n "$pid" ]] && stop_pid "$pid" INT
+  pg_stop
   if ((rc != 0)); then
     say "logs of the failed run are in $work"
   else
@@ -109,35 +89,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 124' TERM INT
 
-as_postgres() {
-  if [[ $(id -un) == postgres ]]; then "$@"; else runuser -u postgres -- "$@"; fi
-}
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_for() {  # COMMAND SECONDS
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-sql() { psql -X -q -At -h "$work" -U postgres -d postgres -c "$1"; }
-
 # --- the cluster -----------------------------------------------------------------
-[[ $(id -u) -eq 0 ]] && chown postgres "$work"
-as_postgres "$pgbin/initdb" -D "$data" -A trust -U postgres -E UTF8 \
-  --locale=C.UTF-8 --no-sync >"$work/initdb.log" 2>&1 ||
-  { cat "$work/initdb.log" >&2; fail "initdb failed"; }
-
-start_pg() {
-  # The unix socket in $work only; enough connections for every pool below
-  # (async: 16 + 4 x 5 routes; threadpool 4 threads x ...; see the configs).
-  as_postgres "$pgbin/postgres" -D "$data" -c listen_addresses='' \
-    -c unix_socket_directories="$work" -c max_connections=200 -c fsync=off \
-    -c shared_buffers=16MB >>"$work/postgres.log" 2>&1 &
-  wait_for "sql 'SELECT 1'" 20 || { tail "$work/postgres.log" >&2; fail "postgres did not start"; }
-}
+pg_init
+# Enough connections for every pool below (async: 16 + 4 x 5 routes; threadpool
+# 4 threads x ...; see the configs).
+start_pg() { pg_start -c max_connections=200 -c shared_buffers=16MB; }
 start_pg
 say "postgres running (pid $(pg_pid)) on $work/.s.PGSQL.5432"
 # A role that must give a password (scram), for the passfile checks: its
