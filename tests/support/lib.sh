@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the shell tests (sourced, not run): bounded waits on a condition,
 # stopping a process by its PID, a free port, and the boilerplate of a test that
 # runs one gearboxd (find it, a work directory short enough for unix sockets,

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A throwaway PostgreSQL cluster for the tests/system scripts (sourced, not run):
 # initdb in a temporary directory, owned by and run as the `postgres` user (the
 # server refuses to run as root), listening on a unix socket in that directory
@@ -24,6 +25,7 @@ as_postgres() {
 # The postmaster's PID, from its pid file ("" when it is not running).
 pg_pid() { head -n 1 "${data:-}/postmaster.pid" 2>/dev/null || true; }
 # sql STATEMENT: runs it as the postgres superuser, unaligned, tuples only.
+# shellcheck disable=SC2154  # $work is the sourcing script's
 sql() { psql -X -q -At -h "$work" -U postgres -d postgres -c "$1"; }
 
 # pg_init: a new cluster in $work/data (trust authentication, UTF-8).
