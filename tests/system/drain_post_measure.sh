@@ -47,36 +47,16 @@ find_gearboxd
 work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-drain.XXXXXX")
 chmod 0755 "$work"
 gpid="" npid="" pids=()
-alive() { [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null; }
 cleanup() {
   local rc=$?
-  if [[ -n "$gpid" ]]; then  # gearboxd's own process group (prefork children)
-    kill -TERM -- "-$gpid" 2>/dev/null || true
-    for _ in $(seq 100); do alive "$gpid" || break; sleep 0.1; done
-    kill -KILL -- "-$gpid" 2>/dev/null || true
-  fi
-  for pid in "${pids[@]}" $npid; do
-    if alive "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  done
+  # gearboxd's own process group (prefork children), then the rest by PID.
+  [[ -n "$gpid" ]] && stop_group "$gpid" 10
+  for pid in "${pids[@]}" $npid; do stop_pid "$pid" TERM 5; done
   if ((rc != 0)); then say "logs in $work"; else rm -rf "$work"; fi
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 124' TERM INT
-wait_for() {  # COMMAND-STRING SECONDS
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # --- gearboxd ------------------------------------------------------------------------
 gport=$(free_port)
@@ -169,18 +149,22 @@ say "gearboxd $gbase (pgid $gpid), nginx 127.0.0.1:$nport, drain_idle_timeout=$d
 
 # --- load and reloads ----------------------------------------------------------------
 python3 "$here/fleet_load.py" --port "$nport" --label "$label-post" --rate "$rate" \
-  --duration "$duration" --request 'POST /echo 1' --out "$work/post.json" > "$work/post.out" &
+  --duration "$duration" --request 'POST /echo 1' --out "$work/post.json" \
+  --progress "$work/post.at" > "$work/post.out" &
 pids+=($!)
 python3 "$here/fleet_load.py" --port "$nport" --label "$label-get" --rate "$get_rate" \
-  --threads 8 --duration "$duration" --request 'GET /hello 1' --out "$work/get.json" > "$work/get.out" &
+  --threads 8 --duration "$duration" --request 'GET /hello 1' --out "$work/get.json" \
+  --progress "$work/get.at" > "$work/get.out" &
 pids+=($!)
-sleep 0.3
+# The reloads start once both loads send.
+wait_for "[[ -s '$work/post.at' && -s '$work/get.at' ]]" 10 || fail "the loads did not start"
 models=(threadpool async prefork)
 gen0=$(generation)
 t_start=$(date +%s.%N)
 for ((k = 0; k < reloads; k++)); do
   sed -i "s/^model = \"[a-z]*\"/model = \"${models[k % 3]}\"/" "$conf"
   kill -HUP "$gpid"
+  # The reloads' rate is the thing measured (every INTERVAL s under load).
   sleep "$interval"
 done
 t_sent=$(date +%s.%N)
@@ -190,7 +174,9 @@ t_done=$(date +%s.%N)
 gen_final=$(generation || echo 0)
 for pid in "${pids[@]}"; do wait "$pid" || fail "a load failed: $(cat "$work"/*.out)"; done
 pids=()
-sleep 1.5  # the last drains finish and log
+# The last drains finish and log: every generation before the final one.
+wait_for "(( \$(grep -c 'event=generation_drained' '$work/gearboxd.log') >= $gen_final - $gen0 ))" 30 ||
+  say "$(grep -c 'event=generation_drained' "$work/gearboxd.log") generations drained, want $((gen_final - gen0))"
 errlog=$ngx/logs/error.log
 resets=$(grep -c 'Connection reset by peer' "$errlog" || true)
 premature=$(grep -c 'upstream prematurely closed' "$errlog" || true)

@@ -11,7 +11,9 @@ nginx returns as X-Upstream: "a:1, b:2" = tried a, then b).
   fleet_load.py --port P --rate 100 --duration 10 --request 'GET /sleep?ms=5 9' \
       --request 'POST /echo 1' --out result.json
 
---request METHOD PATH [WEIGHT] may repeat: requests cycle through the kinds by
+--progress FILE keeps in FILE how far the load has got (seconds of requests
+sent, every tenth of a second), so that a test acts at a point of the load's
+own timeline. --request METHOD PATH [WEIGHT] may repeat: requests cycle through the kinds by
 weight. A POST sends a unique body and only counts as ok if it comes back
 (/echo) or the status is 2xx (other routes). Bounded: at most rate * duration
 requests, and the run ends by duration + timeout + 5 s at the latest (requests
@@ -25,6 +27,7 @@ import argparse
 import collections
 import http.client
 import json
+import os
 import queue
 import sys
 import threading
@@ -67,9 +70,23 @@ class Run:
             due = self.start + i / self.args.rate
             delay = due - time.monotonic()
             if delay > 0:
+                # The load's rate, the thing offered: request i is due at
+                # start + i / rate, whatever happened to the ones before.
                 time.sleep(delay)
             self.max_lag = max(self.max_lag, time.monotonic() - due)
             self.work.put((i, due))
+            if self.args.progress and i % max(1, int(self.args.rate / 10)) == 0:
+                self.report(i / self.args.rate)
+        if self.args.progress:
+            self.report(self.args.duration)
+
+    def report(self, seconds):
+        """Writes how far into its timeline the load has got (seconds of
+        requests sent), for a test that acts at a point of the load."""
+        tmp = self.args.progress + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{seconds:.2f}\n")
+        os.replace(tmp, self.args.progress)
         for _ in range(self.args.threads):
             self.work.put(None)
 
@@ -178,6 +195,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=15, help="per request, seconds")
     ap.add_argument("--label", default="load")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--progress", default="",
+                    help="file to keep the seconds of the load sent so far in")
     a = ap.parse_args()
     if not (0 < a.rate <= 2000 and 0 < a.duration <= 120 and 1 <= a.threads <= 256):
         sys.exit("fleet_load: rate (0, 2000], duration (0, 120] s, threads [1, 256]")

@@ -3,6 +3,9 @@
 
   fleet_prom.py URL wait-up N TIMEOUT
       waits until N targets are up; prints them.
+  fleet_prom.py URL wait-after T TIMEOUT
+      waits until every target was scraped and every rule group evaluated
+      after time T (seconds since the epoch).
   fleet_prom.py URL steady T OFFERED HOSTS FAIL_SHARE SLEEP_MS CLIENT_P99_S
       at time T, after a steady load of OFFERED req/s through nginx to HOSTS
       hosts, each scraped once a second (one /status request a second each):
@@ -15,11 +18,16 @@
 
 Every failed check prints "fleet_prom: FAIL: ..." and exits 1.
 """
+import datetime
 import json
+import os
+import re
 import sys
-import time
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from waiting import wait_until  # noqa: E402
 
 # The bounds of gearbox's OpenMetrics histogram (daemon/handlers/status_handler.cc).
 BOUNDS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -67,16 +75,41 @@ def one(url, expr, t):
 
 
 def wait_up(url, n, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
+    targets, up = [], []
+
+    def all_up():
+        nonlocal targets, up
         targets = api(url, "targets")["activeTargets"]
         up = [t for t in targets if t["health"] == "up"]
-        if len(up) >= n or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return len(up) >= n
+
+    wait_until(all_up, timeout, every=0.5)
     for t in targets:
         print(f"fleet_prom:   target {t['scrapeUrl']}: {t['health']} {t['lastError']}")
     check(len(up) == n, f"{len(up)} of {n} targets up")
+
+
+def unix_time(rfc3339):
+    """Seconds since the epoch of Prometheus's RFC 3339 time (nanoseconds)."""
+    m = re.match(r"(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", rfc3339)
+    if not m:
+        return 0.0
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    whole = datetime.datetime.fromisoformat(m.group(1) + zone).timestamp()
+    return whole + float(m.group(2) or 0)
+
+
+def wait_after(url, t, timeout):
+    """Waits until every target was scraped, and every rule group evaluated,
+    after time T: the figures of what happened before T are all in."""
+    def all_after():
+        targets = api(url, "targets")["activeTargets"]
+        groups = api(url, "rules")["groups"]
+        return (targets and all(unix_time(x["lastScrape"]) > t for x in targets) and
+                all(unix_time(g["lastEvaluation"]) > t for g in groups))
+
+    check(bool(wait_until(all_after, timeout, every=0.1)),
+          f"every target scraped and every rule group evaluated after {t:.1f}")
 
 
 def steady(url, t, offered, hosts, fail_share, sleep_ms, client_p99):
@@ -150,6 +183,8 @@ def main():
     url, cmd, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     if cmd == "wait-up":
         wait_up(url, int(args[0]), float(args[1]))
+    elif cmd == "wait-after":
+        wait_after(url, float(args[0]), float(args[1]))
     elif cmd == "steady":
         steady(url, float(args[0]), float(args[1]), int(args[2]), float(args[3]),
                float(args[4]), float(args[5]))

@@ -70,43 +70,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-fleet.XXXXXX")
 chmod 0755 "$work"
 pids=()      # nginx, prometheus, background loads
 hostpid=()   # per host: gearboxd's pid, which is also its process group
-alive() {
-  [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
-}
-# A host is its process group (prefork: master, children, head guard).
-stop_host_group() {
-  local pg=$1
-  kill -CONT -- "-$pg" 2>/dev/null || true
-  kill -TERM -- "-$pg" 2>/dev/null || true
-  for _ in $(seq 100); do alive "$pg" || break; sleep 0.1; done
-  kill -KILL -- "-$pg" 2>/dev/null || true
-}
 cleanup() {
   local rc=$?
-  for pg in "${hostpid[@]}"; do [[ -n "$pg" ]] && stop_host_group "$pg"; done
-  for pid in "${pids[@]}"; do
-    if alive "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  done
+  for pg in "${hostpid[@]}"; do [[ -n "$pg" ]] && stop_group "$pg" 10; done
+  for pid in "${pids[@]}"; do stop_pid "$pid" TERM 5; done
   if ((rc != 0)); then say "logs of the failed run are in $work"; else rm -rf "$work"; fi
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 124' TERM INT
 
-wait_for() {  # COMMAND-STRING SECONDS
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-free_port() {  # ADDRESS
-  python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$1"
-}
 now() { date +%s.%N; }
 json() {  # FILE EXPRESSION (Python, over d = the document)
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
@@ -325,7 +298,21 @@ load() {  # LABEL RATE DURATION REQUEST...
   local kinds=()
   for k in "$@"; do kinds+=(--request "$k"); done
   python3 "$here/fleet_load.py" --port "$nport" --label "$label" --rate "$rate" \
-    --duration "$duration" "${kinds[@]}" --out "$work/load-$label.json"
+    --duration "$duration" "${kinds[@]}" --out "$work/load-$label.json" \
+    --progress "$work/load-$label.at"
+}
+# load_at LABEL SECONDS: waits until the load LABEL (in the background) has
+# sent SECONDS worth of its requests: the test acts at a point of the load's
+# own timeline, however late the load started on a busy host.
+load_at() {
+  local at=$work/load-$1.at
+  wait_for "[[ -s '$at' ]] && (( \$(cut -d. -f1 '$at') >= $2 ))" $(($2 + 20)) ||
+    fail "the load $1 did not reach ${2}s"
+}
+# prom_after T: waits until Prometheus has scraped every host and evaluated the
+# rules after T: the figures of a load that ended before T are in.
+prom_after() {
+  python3 "$here/fleet_prom.py" "$purl" wait-after "$1" 10 || fail "Prometheus did not scrape after $1"
 }
 figure() {  # LABEL NOTE: one line of the final table, from that load's result
   local f=$work/load-$1.json
@@ -370,7 +357,7 @@ r=$work/load-steady.json
 [[ $(json "$r" 'd["statuses"].get("500", 0)') == 200 ]] || fail "steady: want 200 x 500 from /fail: $(json "$r" 'd["statuses"]')"
 client_p99=$(json "$r" 'd["latency_p99_s"]')
 t_query=$(python3 -c "print($t0 + 19)")
-sleep 1.5  # the last scrape and rule evaluation of the load
+prom_after "$(now)"
 python3 "$here/fleet_prom.py" "$purl" steady "$t_query" 100 3 0.1 5 "$client_p99" ||
   fail "steady: Prometheus's figures do not match the load"
 printf '%-8s %8s %7s %8s  %s\n' phase requests failed retried notes > "$figures"
@@ -382,8 +369,10 @@ t0=$(now)
 load rolling 100 30 'GET /sleep?ms=5 4' 'POST /echo 1' &
 lpid=$!
 pids+=("$lpid")
-sleep 10
+at=10
 for i in 0 1 2; do
+  load_at rolling "$at"
+  at=$((at + 4))
   before=$(om "$i" "gearbox_requests_total ")
   sed -i "s/^model = \"[a-z]*\"/model = \"${next_model[i]}\"/" "$work/h$i/gearbox.toml"
   kill -HUP "${hostpid[i]}"
@@ -393,7 +382,6 @@ for i in 0 1 2; do
   say "  host $i: ${model[i]} -> ${next_model[i]}; gearbox_requests_total $before before the reload, $after after"
   ((after > before)) || fail "host $i: the counter went from $before to $after across the reload"
   model[i]=${next_model[i]}
-  sleep 4
 done
 wait "$lpid" || fail "rolling: the load failed"
 r=$work/load-rolling.json
@@ -412,7 +400,7 @@ if ((post_failed > 0)); then
     fail "rolling: $post_failed POSTs got 502 across the reloads: $(json "$r" 'd["failures"][:5]')"
   say "  XFAIL: $post_failed POSTs got 502 across the reloads (FLEET_XFAIL_DRAIN_POST=1)"
 fi
-sleep 1.5
+prom_after "$(now)"
 python3 "$here/fleet_prom.py" "$purl" reload-window "$(python3 -c "print($t0 + 0.5)")" \
   "$(python3 -c "print($t0 + 29.5)")" 100 3 || fail "rolling: Prometheus saw the reloads"
 figure rolling "3 reloads, each into another model; $get_failed GETs and $post_failed POSTs failed"
@@ -422,7 +410,7 @@ say "=== kill: kill -9 of host 1 ($(host 1)) 3 s into 100 req/s for 12 s (GET) =
 load kill 100 12 'GET /sleep?ms=5' &
 lpid=$!
 pids+=("$lpid")
-sleep 3
+load_at kill 3
 t_kill=$(now)
 kill_host 1
 wait "$lpid" || fail "kill: the load failed"
@@ -460,9 +448,9 @@ say "=== stop: SIGSTOP of host 2 ($(host 2)) for 6 s, 100 req/s for 14 s (GET, P
 load stop 100 14 'GET /sleep?ms=5' 'POST /echo' &
 lpid=$!
 pids+=("$lpid")
-sleep 3
+load_at stop 3
 kill -STOP -- "-${hostpid[2]}"
-sleep 6
+load_at stop 9
 kill -CONT -- "-${hostpid[2]}"
 wait "$lpid" || fail "stop: the load failed"
 r=$work/load-stop.json
@@ -509,12 +497,12 @@ cpid=$!
 # The host running it: "inflight" counts the /status request itself, so 2 means
 # one more; twice in a row, so that a scrape arriving at that moment is not it.
 # One Python process polls all three (a process per poll would be too slow).
-victim=$(python3 - "$(host 0)" "$(host 1)" "$(host 2)" <<'PY'
-import json, sys, time, urllib.request
+victim=$(PYTHONPATH="$root/tests/support" python3 - "$(host 0)" "$(host 1)" "$(host 2)" <<'PY'
+import json, sys, urllib.request
+from waiting import wait_until
 hosts = sys.argv[1:]
 seen = [0] * len(hosts)
-deadline = time.monotonic() + 1.4
-while time.monotonic() < deadline:
+def running_it():
     for i, h in enumerate(hosts):
         try:
             with urllib.request.urlopen(f"http://{h}/status", timeout=1) as r:
@@ -523,9 +511,10 @@ while time.monotonic() < deadline:
             inflight = 0
         seen[i] = seen[i] + 1 if inflight >= 2 else 0
         if seen[i] >= 2:
-            print(i)
-            sys.exit(0)
-    time.sleep(0.02)
+            return str(i)
+found = wait_until(running_it, timeout=1.4, every=0.02)
+if found:
+    print(found)
 PY
 )
 [[ -n "$victim" ]] || fail "post: no host shows the POST in flight"
@@ -537,11 +526,21 @@ id=$(sed -n 's/^X-Request-Id: *\([0-9a-f]*\).*/\1/ip' "$work/post.headers")
 say "  host $victim ($(host "$victim")) was running it and was killed; the client got $c, X-Upstream: $upstream"
 [[ "$c" == 502 ]] || fail "post: the client got $c, want 502 (the failure visible, not retried)"
 [[ "$upstream" == "$(host "$victim")" ]] || fail "post: nginx tried '$upstream', want only $(host "$victim")"
-sleep 2.5  # a duplicate sent elsewhere would have completed by now
+# A duplicate sent elsewhere would have been sent before the client's 502:
+# a POST of the same length sent to each other host now, once answered,
+# proves that such a duplicate would have completed and been counted there.
+probes=()
+for i in 0 1 2; do
+  ((i == victim)) && continue
+  curl -sS -o /dev/null --max-time 10 -X POST --data-binary probe \
+    "http://$(host "$i")/sleep?ms=1500" > /dev/null 2>&1 &
+  probes+=($!)
+done
+for p in "${probes[@]}"; do wait "$p" || fail "post: a probe POST failed"; done
 for i in 0 1 2; do
   ((i == victim)) && continue
   s=$(slow_count "$i")
-  ((s == slow_before[i])) || fail "post: host $i's slow-request count went ${slow_before[i]} -> $s: the POST ran there"
+  ((s == slow_before[i] + 1)) || fail "post: host $i's slow-request count went ${slow_before[i]} -> $s with 1 probe: the POST ran there"
   grep -q "request_id=\"\?$id" "$work/h$i/gearboxd.log" && fail "post: host $i logged request $id"
 done
 say "  no other host ran it: slow-request counters unchanged, request id $id in no access log"

@@ -64,21 +64,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gearbox-nginx.XXXXXX")
 # nginx's workers (nobody, when we are root) must reach the sockets inside.
 chmod 0755 "$work"
 pids=()
-# Running, as opposed to gone or a zombie waiting to be reaped (kill -0 succeeds on
-# zombies).
-alive() {
-  [[ -r /proc/$1/stat ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
-}
 # Every process this script started, by PID: TERM, 5 seconds, then KILL.
 cleanup() {
   local rc=$?
-  for pid in "${pids[@]}"; do
-    if alive "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  done
+  for pid in "${pids[@]}"; do stop_pid "$pid" TERM 5; done
   if ((rc != 0)); then
     say "logs of the failed run are in $work"
   else
@@ -88,19 +77,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 124' TERM INT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Waits up to $2 seconds for command $1 (a string) to succeed.
-wait_for() {
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
 
 # The value of "connections":{"accepted":N in a /status body.
 accepted() {
@@ -188,6 +164,10 @@ stop_nginx() {
   wait "$npid" || true
 }
 
+# The requests gearboxd has served, from /status through nginx at BASE.
+served() {
+  curl -sS --max-time 5 "$1/status" | python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"])'
+}
 base_url() {  # PROTOCOL
   if [[ $1 == http ]]; then echo "http://127.0.0.1:$port_http"; else echo "http://127.0.0.1:$port_fcgi"; fi
 }
@@ -310,10 +290,14 @@ kill_child_check() {  # LABEL PROTOCOL GEARBOXD_PID
   wrk -t2 -c8 -d4s --timeout 5s "$base/sleep?ms=20" > "$work/wrk-kill.out" 2>&1 &
   local wrk_pid=$!
   pids+=("$wrk_pid")
-  sleep 1.5
+  # The load flows (its requests counted in /status) before the kill.
+  local before
+  before=$(served "$base")
+  wait_for "(( \$(served $base) >= $before + 40 ))" 3 || fail "[$label] wrk's requests do not flow"
   # Kill a worker (not the head guard) and time its replacement from /proc.
-  respawn_ms=$(python3 - "$3" <<'PY'
+  respawn_ms=$(PYTHONPATH="$root/tests/support" python3 - "$3" <<'PY'
 import os, signal, sys, time
+from waiting import wait_until
 master = int(sys.argv[1])
 def workers():
     out = set()
@@ -333,12 +317,10 @@ before = workers()
 victim = min(before)
 os.kill(victim, signal.SIGKILL)
 t0 = time.monotonic()
-while time.monotonic() - t0 < 2:
-    if workers() - before:
-        print(round((time.monotonic() - t0) * 1000, 1))
-        sys.exit(0)
-    time.sleep(0.001)
-print("none")
+if wait_until(lambda: workers() - before, timeout=2, every=0.001):
+    print(round((time.monotonic() - t0) * 1000, 1))
+else:
+    print("none")
 PY
 )
   wait "$wrk_pid" || { cat "$work/wrk-kill.out"; fail "[$label] wrk failed"; }

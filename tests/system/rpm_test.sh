@@ -356,12 +356,8 @@ EOT
 : > "$work/devbuild/gearboxd.log"  # exists before the background job opens it
 "$dr/usr/sbin/gearboxd" -c "$work/devbuild/tw.toml" >> "$work/devbuild/gearboxd.log" 2>&1 &
 gpid=$!
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*event=listening .*bound=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/devbuild/gearboxd.log" | head -1)
-  [[ -n "$port" ]] && break
-  sleep 0.05
-done
+wait_for "[[ -n \$(bound_port '$work/devbuild/gearboxd.log') ]]" 5 || true
+port=$(bound_port "$work/devbuild/gearboxd.log")
 body=$(curl -s --max-time 5 "http://127.0.0.1:$port/tw?ms=20" || true)
 kill -TERM "$gpid"
 wait "$gpid" || fail "gearboxd did not stop cleanly"

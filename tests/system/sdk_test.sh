@@ -133,12 +133,8 @@ for model in prefork threadpool async; do
   : > "$model.log"  # exists before the background job opens it
   "$GEARBOXD" -c "$model.toml" >> "$model.log" 2>&1 &
   pids+=($!)
-  port=""
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*event=listening .*bound=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$model.log" | head -1)
-    [[ -n "$port" ]] && break
-    sleep 0.05
-  done
+  wait_for "[[ -n \$(bound_port '$model.log') ]]" 5 || true
+  port=$(bound_port "$model.log")
   [[ -n "$port" ]] || { cat "$model.log" >&2; fail "gearboxd ($model) did not listen"; }
   base=http://127.0.0.1:$port
   expect "$base/greet?who=you" "hello, you (request 1 of this worker)"

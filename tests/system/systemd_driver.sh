@@ -12,13 +12,23 @@ fail() {
   echo "--- journalctl -u gearbox.service"; journalctl --no-pager -u gearbox.service | tail -40 || true
   exit 1
 }
+# The shell tests' shared functions (wait_for, wait_until): systemd_test.sh
+# copies tests/support/lib.sh next to this script.
+# shellcheck source=tests/support/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 show() { systemctl show -P "$2" "$1"; }
-wait_for() {  # COMMAND-STRING SECONDS
-  local deadline=$((SECONDS + $2))
-  until eval "$1" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
+# A figure of /status (requests, inflight), straight from the socket.
+status_figure() {
+  curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+# load_flows N: waits until gearboxd (the process serving now) has answered N
+# more requests: a load started in the background reaches it.
+load_flows() {
+  local from
+  from=$(status_figure requests) || from=0
+  wait_for "(( \$(status_figure requests) >= $from + $1 ))" 10 ||
+    fail "the load does not reach gearboxd ($1 requests in 10 s)"
 }
 # The JSON value of "model" in /status.
 status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
@@ -302,7 +312,7 @@ wrk -t2 -c8 -d30s --timeout 10s "$http/sleep?ms=1" > /root/wrk-restart-get.out 2
 get_pid=$!
 wrk -t2 -c8 -d30s --timeout 10s -s /root/post.lua "$http/echo" > /root/wrk-restart-post.out 2>&1 &
 post_pid=$!
-sleep 2
+load_flows 100
 restart_ms=()
 for model in prefork async threadpool prefork threadpool; do
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
@@ -318,7 +328,8 @@ for model in prefork async threadpool prefork threadpool; do
   restart_ms+=("$model:$((($(date +%s%N) - t0) / 1000000))ms/${open_conns}conns")
   [[ $(show gearbox.service MainPID) != "$pid" ]] || fail "restart kept the same PID"
   pid=$(show gearbox.service MainPID)
-  sleep 1.5
+  # The load flows through the new process before the next restart.
+  load_flows 100
 done
 kill -0 "$get_pid" 2>/dev/null && kill -0 "$post_pid" 2>/dev/null ||
   fail "the load ended before the five restarts did"
@@ -339,7 +350,8 @@ pid=$(show gearbox.service MainPID)
 wrk -t2 -c8 -d6s --timeout 10s "$http/sleep?ms=1" > /root/wrk-reload.out 2>&1 &
 wrk_pid=$!
 for model in async prefork threadpool; do
-  sleep 1.5
+  # The load flows on the generation serving now before the next reload.
+  load_flows 100
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
   systemctl reload gearbox || fail "systemctl reload gearbox ($model) under load"
 done
@@ -354,18 +366,26 @@ systemctl status --no-pager gearbox.service | grep -E 'Status:' | sed 's/^ */  /
 say "metrics: the journal's GEARBOX_* fields, STATUS= and /status agree"
 sed -i 's/^interval = "[0-9a-z]*"/interval = "1s"/' "$conf"
 systemctl reload gearbox || fail "reload with [metrics] interval = 1s"
-for _ in $(seq 40); do
-  curl -sS --max-time 5 -f --unix-socket /run/gearbox/http.sock http://localhost/hello >/dev/null ||
-    fail "GET /hello for the metrics check"
-done
-sleep 2.5  # two quiet intervals: the last stats line has every request
-journal_requests=$(journalctl --no-pager -u gearbox.service -o json -n 200 |
-  python3 -c 'import json,sys
+# The journal's last GEARBOX_REQUESTS, and its GEARBOX_RPS.
+journal_figures() {
+  journalctl --no-pager -u gearbox.service -o json -n 200 |
+    python3 -c 'import json,sys
 last = None
 for line in sys.stdin:
     e = json.loads(line)
     if "GEARBOX_REQUESTS" in e: last = e
-print(last["GEARBOX_REQUESTS"] if last else "none", last.get("GEARBOX_RPS") if last else "")')
+print(last["GEARBOX_REQUESTS"] if last else "none", last.get("GEARBOX_RPS") if last else "")'
+}
+before=$(status_figure requests)
+for _ in $(seq 40); do
+  curl -sS --max-time 5 -f --unix-socket /run/gearbox/http.sock http://localhost/hello >/dev/null ||
+    fail "GET /hello for the metrics check"
+done
+# A stats line with every request: the 40, and the /status that read $before.
+want=$((before + 41))
+wait_for "j=\$(journal_figures) && (( \${j%% *} >= $want ))" 10 ||
+  fail "no stats line in the journal with $want requests: $(journal_figures)"
+journal_requests=$(journal_figures)
 # STATUS= is read before /status is asked: the /status request is counted too,
 # and a stats interval that ends between the two would show one more.
 status_text=$(show gearbox.service StatusText)
@@ -380,7 +400,8 @@ grep -q " $status_requests requests" <<< "$status_text" ||
 say "systemctl stop drains: an in-flight /sleep?ms=1500 completes"
 curl -sS --max-time 10 -f "$http/sleep?ms=1500" > /root/slow.out 2>&1 &
 curl_pid=$!
-sleep 0.5
+# In flight: /status counts itself, so 2 means the slow request too.
+wait_for "(( \$(status_figure inflight) >= 2 ))" 5 || fail "the slow request is not in flight"
 systemctl stop gearbox
 wait "$curl_pid" || { cat /root/slow.out; fail "the in-flight request failed across stop"; }
 grep -q "waited 1500 ms" /root/slow.out || fail "in-flight request answered: $(cat /root/slow.out)"
@@ -409,7 +430,7 @@ for model in threadpool async; do
   say "[$model] GET /crash during wrk -c8 -d8s: systemd restarts gearboxd, the socket stays open"
   wrk -t2 -c8 -d8s --timeout 10s "$http/sleep?ms=1" > "/root/wrk-crash-$model.out" 2>&1 &
   wrk_pid=$!
-  sleep 2
+  load_flows 100
   # Straight to the socket: through nginx, the request that crashed the process
   # on a cached upstream connection is retried on the restarted one, and crashes
   # it a second time (docs/limits.md).

@@ -76,6 +76,7 @@ mkdir -p "$work/upper/gbtest" "$work/upper/etc/systemd/system" "$work/overlay-wo
 cp "$rpmfile" "$work/upper/gbtest/gearbox.rpm"
 cp "$develfile" "$work/upper/gbtest/gearbox-devel.rpm"
 cp "$root/tests/system/systemd_driver.sh" "$work/upper/gbtest/driver.sh"
+cp "$root/tests/support/lib.sh" "$work/upper/gbtest/lib.sh"
 cat > "$work/upper/etc/systemd/system/gbtest.service" <<'EOF'
 [Unit]
 Description=gearbox system test driver
