@@ -35,7 +35,7 @@ import bench_ratios  # noqa: E402
 import bench_report  # noqa: E402
 from bench_servers import (  # noqa: E402
     HERE, ROOT, STARTED, T0, Gearbox, Nginx, Noise, Postgres, cpu_seconds, log, parse_httperf,
-    build_timerwait, parse_wrk, rss_kib, sh, slab_kib, stop_all)
+    build_timerwait, parse_wrk, rss_kib, sh, slab_kib, stop_all, wait_until)
 
 
 # Server configurations: (label, model, TOML section, size key, size, why).
@@ -223,7 +223,7 @@ class Bench:
         conc = 8
         base = self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids,
                         tag=f"{kind}-baseline", gearbox=gb)
-        time.sleep(0.3)
+        gb.wait_quiet()
         rss0, slab0 = rss_kib(gb.pids()), slab_kib()
         st0 = gb.status()
         cmd = [sys.executable, os.path.join(HERE, "idle_clients.py"), "--port", str(gb.port),
@@ -237,7 +237,12 @@ class Bench:
         try:
             line = read_line(p, 90)
             res.update(parse_kv(line))
-            time.sleep(0.5)
+            # The memory figure is read once the server has taken every held
+            # connection (prefork's children and head guard included).
+            opened = int(res.get("opened") or count)
+            res["all_accepted"] = bool(wait_until(
+                lambda: (gb.status() or {}).get("accepted", 0) >= (st0 or {}).get("accepted", 0) + opened,
+                10))
             res["rss1_kib"] = rss_kib(gb.pids())
             slab1 = slab_kib()
             p.stdin.write("check\n")

@@ -83,6 +83,8 @@ def timed_wrk(cmd, timeout, read_at=None, port=None):
     advice = None
     try:
         if read_at is not None:
+            # The advice is read at a set point of the run: its window is the
+            # measurement, not a wait for something to happen.
             time.sleep(read_at)
             advice = read_advice(port)
         out, err = p.communicate(timeout=timeout)
@@ -136,7 +138,7 @@ def run(bench, pl, config_by_label):
             timed_wrk(wrk_command(gb.port, "hello", 16, 1), 30)  # warm-up
             for w in WORKLOADS:
                 picks.append(pick_run(gb, w))
-                time.sleep(0.3)
+                gb.wait_quiet()
             for c in pl["advisor"]["mixed_conc"]:
                 bench.runs.append(sweep_run(gb, "mixed", c, pl["duration"]))
         finally:

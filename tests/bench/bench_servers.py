@@ -9,9 +9,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from bench_toml import merge_toml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from waiting import wait_until  # noqa: E402  (the tools' one poll loop)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -258,11 +262,10 @@ class Postgres:
              "-c", "autovacuum=off"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **self.user)
         STARTED.append(self.proc)
-        deadline = time.monotonic() + 30
-        while self.sql("SELECT 1").returncode != 0:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"postgres did not start; see {self.logfile}")
-            time.sleep(0.1)
+        if not wait_until(lambda: self.proc.poll() is not None or
+                          self.sql("SELECT 1").returncode == 0, 30, every=0.1) or \
+                self.proc.poll() is not None:
+            raise RuntimeError(f"postgres did not start; see {self.logfile}")
         r = self.sql(f"CREATE TABLE bench_rows (id int PRIMARY KEY, v text); "
                      f"INSERT INTO bench_rows SELECT i, md5(i::text) FROM generate_series(1, {self.ROWS}) i; "
                      f"ANALYZE bench_rows;")
@@ -365,19 +368,18 @@ max_ms = 10000
         self.proc = subprocess.Popen([self.binary, "-c", self.conf], stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         STARTED.append(self.proc)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        def serving():
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gearboxd {self.label} exited {self.proc.returncode}; see {self.logfile}")
-            if http_get_ok("127.0.0.1", self.port, "/hello") and os.path.exists(self.sock):
-                if self.model == "prefork":
-                    # Wait for all children to be forked.
-                    if len(proc_tree(self.proc.pid)) < 1 + self.size:
-                        time.sleep(0.05)
-                        continue
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"gearboxd {self.label} did not answer within 20 s; see {self.logfile}")
+                return True
+            if not (http_get_ok("127.0.0.1", self.port, "/hello") and os.path.exists(self.sock)):
+                return False
+            # prefork: every child forked.
+            return self.model != "prefork" or len(proc_tree(self.proc.pid)) >= 1 + self.size
+        ok = wait_until(serving, 20)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"gearboxd {self.label} exited {self.proc.returncode}; see {self.logfile}")
+        if not ok:
+            raise RuntimeError(f"gearboxd {self.label} did not answer within 20 s; see {self.logfile}")
 
     def pids(self):
         return proc_tree(self.proc.pid)
@@ -388,11 +390,18 @@ max_ms = 10000
         try:
             j = json.loads(body.split(b"\r\n\r\n", 1)[1])
             return {"requests": j["requests"], "accepted": j["connections"]["accepted"],
+                    "open": j["connections"].get("open", 0),
                     "parked": j["connections"].get("parked", 0),
                     "workers": {w["slot"]: w["requests"] for w in j.get("workers", [])}}
         except (AttributeError, IndexError, ValueError, KeyError, TypeError):
             return None
 
+
+    def wait_quiet(self, timeout=5.0):
+        """Waits until the connections of a run that ended are closed on the
+        server's side too (only /status's own is open): what the next figure
+        (a memory reading, the next run) starts from. False after timeout."""
+        return bool(wait_until(lambda: (self.status() or {}).get("open", 2) <= 1, timeout))
     def stop(self):
         rc = stop_proc(self.proc, signal.SIGTERM, 15)
         STARTED.remove(self.proc)
@@ -567,14 +576,12 @@ http {{
             ["nginx", "-p", p, "-e", f"{p}/logs/error.log", "-c", self.conf, "-g", "daemon off;"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         STARTED.append(self.proc)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nginx exited {self.proc.returncode}; see {p}/logs/error.log")
-            if http_get_ok("127.0.0.1", self.ref, "/") and len(self.workers()) >= 1:
-                return
-            time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
+        ok = wait_until(lambda: self.proc.poll() is not None or (
+            http_get_ok("127.0.0.1", self.ref, "/") and len(self.workers()) >= 1), 10)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"nginx exited {self.proc.returncode}; see {p}/logs/error.log")
+        if not ok:
+            raise RuntimeError("nginx did not start")
 
     def workers(self):
         return [q for q in proc_tree(self.proc.pid) if q != self.proc.pid]

@@ -65,10 +65,8 @@ def gearbox_config(model, section, port, work):
 
 
 def wait_serving(port, path):
-    for _ in range(200):
-        if bs.http_get_ok("127.0.0.1", port, path):
-            return
-        time.sleep(0.05)
+    if bs.wait_until(lambda: bs.http_get_ok("127.0.0.1", port, path), 10):
+        return
     raise SystemExit(f"nothing serves 127.0.0.1:{port}{path}")
 
 

@@ -22,7 +22,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_servers as bs  # noqa: E402
@@ -97,11 +96,8 @@ def main():
             logf = open(os.path.join(work, f"g{i}.log"), "w")
             p = subprocess.Popen([binary, "-c", path], stdout=logf, stderr=subprocess.STDOUT)
             bs.STARTED.append(p)
-            deadline = time.monotonic() + 10
-            while not bs.http_get_ok("127.0.0.1", port, "/hello"):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{binary} did not start; see {work}")
-                time.sleep(0.1)
+            if not bs.wait_until(lambda: bs.http_get_ok("127.0.0.1", port, "/hello"), 10, every=0.1):
+                raise RuntimeError(f"{binary} did not start; see {work}")
             daemons.append((binary, p, port))
         rows = {}
         for r in range(a.rounds):

@@ -10,6 +10,8 @@
 # /status counter (same host:port as URL). Prints the totals per request. Falls
 # back to `strace -c -f` (much slower, distorts timing) when perf is missing.
 set -euo pipefail
+# shellcheck source=tests/support/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
 pid=${1:?PID}
 url=${2:?URL}
 conns=${3:-16}
@@ -27,7 +29,10 @@ for c in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do pids+=",$c"; done
 wrk -t1 -c"$conns" -d"$((secs + 3))"s "$url" >/dev/null 2>&1 &
 wrk_pid=$!
 trap 'kill "$wrk_pid" 2>/dev/null || true' EXIT
-sleep 1.5
+# The window starts once wrk's load flows: every connection served twice.
+start=$(requests)
+wait_for "(( \$(requests) >= ${start:-0} + 2 * $conns ))" 10 ||
+  { echo "profile.sh: wrk's requests do not reach $url" >&2; exit 1; }
 before=$(requests)
 if command -v perf >/dev/null; then
   out=$(timeout -s INT "$secs" perf stat -x, -e raw_syscalls:sys_enter,context-switches,task-clock \

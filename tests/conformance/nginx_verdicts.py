@@ -34,6 +34,9 @@ import tempfile
 import time
 import tomllib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from waiting import wait_until  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases.toml")
 REPORT = os.path.join(HERE, "nginx_verdicts.md")
@@ -237,15 +240,19 @@ def free_port():
 
 
 def wait_port(port, proc, log, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening():
         if proc.poll() is not None:
-            sys.exit(f"server exited ({proc.returncode}):\n{open(log).read()}")
+            return True
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
+            return False
+    ok = wait_until(listening, timeout)
+    if proc.poll() is not None:
+        sys.exit(f"server exited ({proc.returncode}):\n{open(log).read()}")
+    if ok:
+        return
     sys.exit(f"server not listening on {port}:\n{open(log).read()}")
 
 
@@ -328,14 +335,12 @@ handler = "echo"
     log = os.path.join(work, "gearbox.log")
     proc = subprocess.Popen([binary, "-c", conf], stdout=open(log, "w"),
                             stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def bound():
         m = re.search(r"event=listening .*bound=127\.0\.0\.1:(\d+)", open(log).read())
-        if m:
-            return proc, int(m.group(1))
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
+        return m or proc.poll() is not None
+    m = wait_until(bound, 10)
+    if m and m is not True:
+        return proc, int(m.group(1))
     sys.exit(f"gearboxd did not start:\n{open(log).read()}")
 
 
