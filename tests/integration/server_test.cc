@@ -265,6 +265,18 @@ TEST_F(ServerTest, PostEchoRoundTrips) {
   EXPECT_EQ(r.Header("Content-Type"), "application/x-test") << r.raw;
 }
 
+// True when what the client of `ports` sent has reached the server's end of
+// the connection and the server has read it all.
+bool PartRead(TcpPorts ports) {
+  bool delivered = false;
+  for (const TcpSocket& s : TcpSockets()) {
+    if (s.local_port == ports.client && s.remote_port == ports.server)
+      delivered = s.tx_queue == 0;
+  }
+  const std::optional<TcpSocket> server = ServerEnd(ports);
+  return delivered && server && server->rx_queue == 0;
+}
+
 TEST_F(ServerTest, ChunkedPostEchoReassembles) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Connection c = Connect();
@@ -278,11 +290,15 @@ TEST_F(ServerTest, ChunkedPostEchoReassembles) {
       "1",
       "\r\n!\r\n",
       "0\r\n\r\n"};
+  const TcpPorts ports = PortsOf(c.fd());
   for (const std::string& part : parts) {
     ASSERT_TRUE(c.Send(part)) << c.error();
-    // Pacing, the subject of the test: each part arrives on its own, later
-    // than the one before, as from a client writing chunks as it makes them.
-    std::this_thread::sleep_for(Millis(20));
+    // Each part arrives on its own, as from a client writing chunks as it
+    // makes them: the next one is sent once the server has read this one
+    // (delivered: the client's end has nothing unacknowledged; read: the
+    // server's end has nothing queued).
+    ASSERT_TRUE(WaitUntil([&] { return PartRead(ports); }, Millis(5000)))
+        << "the server did not read the part " << part;
   }
   HttpResponse r = c.ReadResponse();
   ASSERT_EQ(r.error, "");

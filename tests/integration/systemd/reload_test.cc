@@ -61,11 +61,15 @@ TEST_F(SystemdTest, ConnectionAcceptedBeforeReloadIsServedItsFirstRequest) {
       << "generation 1 did not accept the " << kConns << " connections";
   const std::string next = NextModel(ModelUnderTest(), 1);
   ASSERT_GE(Reload(d, next), 0);
-  // The old generation drains with these connections in hand. Nothing shows
-  // outside how far it has got until it has drained, and it cannot drain
-  // before they are answered: the pause gives it the time to act on them
-  // (closing one unanswered is what this test catches).
-  std::this_thread::sleep_for(Millis(100));
+  // The old generation drains with these connections in hand, and cannot
+  // drain before they are answered. Closing one unanswered is what this test
+  // catches, so the requests are completed once it has had the time to act
+  // on them: every thread and child of the daemon is asleep again, waiting
+  // for events (its drain thread, the old and the new generation).
+  ASSERT_TRUE(WaitUntil(
+      [&] { return AllThreadsAsleep(d.pid()) && ChildrenWaiting(d.pid()); },
+      Millis(5000)))
+      << "the daemon did not settle after the reload";
   int ok = 0;
   std::string failures;
   for (int i = 0; i < kConns; ++i) {
