@@ -41,7 +41,7 @@ C_SUFFIXES = (".cc", ".h", ".c", ".cpp", ".hpp")
 # What counts, by kind. Each pattern is searched in a line's code (its
 # comment cut off).
 C_CALL = re.compile(
-    r"\b(sleep_for|sleep_until|usleep|nanosleep)\s*\(|(?<![\w.:>])sleep\s*\(")
+    r"\b(?:sleep_for|sleep_until|usleep|nanosleep)\s*\(|(?<![\w.>])(?:::)?sleep\s*\(")
 PY_CALL = re.compile(r"\btime\.sleep\s*\(|(?<![\w.])sleep\s*\(")
 # A shell command `sleep ARG`: at a line's start or after a separator, a
 # keyword that starts a command, or `timeout DURATION`.
@@ -74,7 +74,8 @@ def has_comment(lines, i, c_like):
 
 
 def scan(path, rel):
-    """Yields (line number, kind, text, commented) for each sleep call."""
+    """Yields (line number, kind, text, commented) for each sleep call (a
+    line with two calls yields two)."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -104,23 +105,18 @@ def scan(path, rel):
         if COMMENT_START.match(line) and not stripped.startswith("*)"):
             continue
         code = code_of(line, c_like)
-        kinds = []
-        if FEATURE.search(code):
-            kinds.append("gearbox.sleep")
+        kinds = ["gearbox.sleep"] * len(FEATURE.findall(code))
         if is_lua:
-            if LUA_CALL.search(code.split("--", 1)[0]):
-                kinds.append("lua")
+            kinds += ["lua"] * len(LUA_CALL.findall(code.split("--", 1)[0]))
         elif c_like:
-            if C_CALL.search(STRING.sub('""', code)):
-                kinds.append("c")
+            kinds += ["c"] * len(C_CALL.findall(STRING.sub('""', code)))
         else:
             # A Python file's string literals are text (a message, a Lua
             # script it writes); a shell file's may be code (python3 -c).
             py_code = STRING.sub('""', code) if is_py else code
-            if PY_CALL.search(py_code):
-                kinds.append("python")
-            if not is_py and SH_CALL.search(code):
-                kinds.append("shell")
+            kinds += ["python"] * len(PY_CALL.findall(py_code))
+            if not is_py:
+                kinds += ["shell"] * len(SH_CALL.findall(code))
         for kind in kinds:
             yield i + 1, kind, stripped, has_comment(lines, i, c_like)
 
