@@ -79,6 +79,8 @@ class Run:
                 self.report(i / self.args.rate)
         if self.args.progress:
             self.report(self.args.duration)
+        for _ in range(self.args.threads):
+            self.work.put(None)
 
     def report(self, seconds):
         """Writes how far into its timeline the load has got (seconds of
@@ -87,8 +89,6 @@ class Run:
         with open(tmp, "w") as f:
             f.write(f"{seconds:.2f}\n")
         os.replace(tmp, self.args.progress)
-        for _ in range(self.args.threads):
-            self.work.put(None)
 
     def worker(self):
         conn = None
