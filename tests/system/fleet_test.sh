@@ -543,7 +543,7 @@ for i in 0 1 2; do
   ((s == slow_before[i] + 1)) || fail "post: host $i's slow-request count went ${slow_before[i]} -> $s with 1 probe: the POST ran there"
   grep -q "request_id=\"\?$id" "$work/h$i/gearboxd.log" && fail "post: host $i logged request $id"
 done
-say "  no other host ran it: slow-request counters unchanged, request id $id in no access log"
+say "  no other host ran it: slow-request counters grew by the probe alone, request id $id in no access log"
 printf '%-8s %8s %7s %8s  %s\n' post 1 1 0 "502 to the client; run on no other host" >> "$figures"
 start_host "$victim"
 python3 "$here/fleet_prom.py" "$purl" wait-up 3 20 || fail "post: the restarted host is not scraped"
