@@ -381,9 +381,10 @@ for _ in $(seq 40); do
   curl -sS --max-time 5 -f --unix-socket /run/gearbox/http.sock http://localhost/hello >/dev/null ||
     fail "GET /hello for the metrics check"
 done
-# A stats line with every request: the 40, and the /status that read $before.
+# A stats line of this generation (its counters start at 0) with every
+# request: the 40, and the /status that read $before.
 want=$((before + 41))
-wait_for "j=\$(journal_figures) && (( \${j%% *} >= $want ))" 10 ||
+wait_for "j=\$(journal_figures) && [[ \${j%% *} == $want ]]" 10 ||
   fail "no stats line in the journal with $want requests: $(journal_figures)"
 journal_requests=$(journal_figures)
 # STATUS= is read before /status is asked: the /status request is counted too,
