@@ -121,11 +121,9 @@ request_sources() {
 LLHTTP=("$LLHTTP_SRC/api.c" "$LLHTTP_SRC/http.c" "$LLHTTP_SRC/llhttp.c")
 
 build_http() {
-  link http_codec_fuzzer tests/fuzz/http_codec_fuzzer.cc \
-    daemon/http/http_parser.cc daemon/http/http_head.cc \
-    $(http_syntax_sources) daemon/http/chunked_decoder.cc \
-    daemon/http/http_codec.cc daemon/http/http_writer.cc daemon/request.cc \
-    daemon/response.cc "${LLHTTP[@]}"
+  # daemon/http/ holds exactly //daemon:http_codec and //daemon:http_syntax.
+  link http_codec_fuzzer tests/fuzz/http_codec_fuzzer.cc daemon/http/*.cc \
+    daemon/request.cc daemon/response.cc "${LLHTTP[@]}"
 }
 
 build_fastcgi() {
