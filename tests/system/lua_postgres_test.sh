@@ -104,8 +104,15 @@ TOML
     fail "$model: items.lua $(get '/items?id=2') vs postgres $(get '/pg?id=2')"
   same_json "$(get '/items?id=1')" '{"id": 1, "name": "apple", "price": 1.5, "note": null}' ||
     fail "$model: NULL: $(get '/items?id=1')"
-  # Warm every worker's pools, then hang up mid-query 20 times.
-  for _ in $(seq 20); do get '/q?do=add&n=1' >/dev/null; get '/items?id=1' >/dev/null; done
+  # Warm every worker's pools, then hang up mid-query 20 times. The warm-up
+  # runs 4 clients at once: one client at a time may be served by one worker
+  # only, and a pool the other opens later is not a leak.
+  warmers=()
+  for _ in $(seq 4); do
+    (for _ in $(seq 20); do get '/q?do=add&n=1' >/dev/null; get '/items?id=1' >/dev/null; done) &
+    warmers+=($!)
+  done
+  wait "${warmers[@]}"
   before=$(backends)
   for _ in $(seq 20); do
     curl -s --max-time 0.2 "http://127.0.0.1:$port/q?do=sleep&s=1" >/dev/null || true
