@@ -9,6 +9,7 @@
 #include <string>
 
 #include "daemon/router.h"
+#include "tests/support/machine_test.h"
 
 namespace gearbox {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 using std::chrono::milliseconds;
 using Kind = Interest::Kind;
 
-class ConnectionTest : public ::testing::Test {
+class ConnectionTest : public testing::MachineTest {
  protected:
   ConnectionTest() {
     limits_.header_timeout = milliseconds(1000);
@@ -27,21 +28,9 @@ class ConnectionTest : public ::testing::Test {
     std::vector<RouteConfig> routes;
     routes.push_back(DefaultRoute("/hello", "text"));  // every param default
     routes.push_back(DefaultRoute("/sleep", "wait"));
-    router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1, routes.size());
-    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    env_.limits = &limits_;
-    env_.draining = &draining_;
-    env_.request = &request_;
-    env_.response = &response_;
+    Build(routes);
   }
 
-  std::unique_ptr<Connection> Open(Protocol protocol = Protocol::kHttp) {
-    auto c = std::make_unique<Connection>(protocol, limits_);
-    c->Attach(&env_);
-    c->Accepted(now_, 0);
-    return c;
-  }
   // Everything the connection wants written, as if the socket took it.
   std::string Drain(Connection& c) {
     std::string out(c.pending_out());
@@ -52,15 +41,6 @@ class ConnectionTest : public ::testing::Test {
   uint64_t closed(CloseReason r) {
     return stats().closed[static_cast<int>(r)].load();
   }
-
-  LimitsConfig limits_;
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  ConnectionEnv env_;
-  Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
 };
 
 constexpr std::string_view kHello = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";

@@ -14,6 +14,7 @@
 #include "daemon/fastcgi/fastcgi_protocol.h"
 #include "daemon/fastcgi/fastcgi_writer.h"
 #include "daemon/router.h"
+#include "tests/support/machine_test.h"
 
 namespace gearbox {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 using std::chrono::milliseconds;
 using Kind = Interest::Kind;
 
-class HandoffRecordTest : public ::testing::Test {
+class HandoffRecordTest : public testing::MachineTest {
  protected:
   HandoffRecordTest() {
     limits_.header_timeout = milliseconds(1000);
@@ -30,13 +31,7 @@ class HandoffRecordTest : public ::testing::Test {
     std::vector<RouteConfig> routes;
     routes.push_back(DefaultRoute("/hello", "text"));
     routes.push_back(DefaultRoute("/echo", "echo"));
-    router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1, routes.size());
-    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    env_.limits = &limits_;
-    env_.draining = &draining_;
-    env_.request = &request_;
-    env_.response = &response_;
+    Build(routes);
   }
 
   // The guard's machine: its codec stops at bodies.
@@ -49,10 +44,7 @@ class HandoffRecordTest : public ::testing::Test {
     return c;
   }
   std::unique_ptr<Connection> Child(Protocol protocol) {
-    auto c = std::make_unique<Connection>(protocol, limits_);
-    c->Attach(&env_);
-    c->Accepted(now_, 0);
-    return c;
+    return Open(protocol);
   }
   // What travels, as the channel carries it: the record, then the bytes
   // (copied: the sender is gone once it is sent).
@@ -84,15 +76,6 @@ class HandoffRecordTest : public ::testing::Test {
     return out;
   }
   WorkerStats& stats() { return stats_->Slot(0); }
-
-  LimitsConfig limits_;
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  ConnectionEnv env_;
-  Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
 };
 
 TEST_F(HandoffRecordTest, HttpHeadRecordStandsForTheHeadAlone) {

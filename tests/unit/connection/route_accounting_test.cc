@@ -10,6 +10,7 @@
 
 #include "daemon/connection/connection.h"
 #include "daemon/router.h"
+#include "tests/support/machine_test.h"
 
 namespace gearbox {
 namespace {
@@ -28,24 +29,12 @@ class FnHandler final : public Handler {
   std::function<void(Response&)> fn_;
 };
 
-class RouteAccountingTest : public ::testing::Test {
+class RouteAccountingTest : public testing::MachineTest {
  protected:
   RouteAccountingTest() {
     std::vector<RouteConfig> routes = {DefaultRoute("/hello", "text"),
                                        DefaultRoute("/sleep", "wait")};
-    router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1, routes.size());
-    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    env_.limits = &limits_;
-    env_.draining = &draining_;
-    env_.request = &request_;
-    env_.response = &response_;
-  }
-  std::unique_ptr<Connection> Open() {
-    auto c = std::make_unique<Connection>(Protocol::kHttp, limits_);
-    c->Attach(&env_);
-    c->Accepted(now_, 0);
-    return c;
+    Build(routes);
   }
   void Get(Connection& c, std::string_view target) {
     c.Received("GET " + std::string(target) + " HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -54,14 +43,6 @@ class RouteAccountingTest : public ::testing::Test {
   const RouteCounters& route(size_t id) { return stats_->Slot(0).routes[id]; }
 
   static constexpr size_t kOther = 2;  // OtherRouteId of the two routes
-  LimitsConfig limits_;
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  ConnectionEnv env_;
-  Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
 };
 
 TEST_F(RouteAccountingTest, RequestsCountUnderTheirRoute) {

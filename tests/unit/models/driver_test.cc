@@ -15,6 +15,7 @@
 #include "daemon/handlers/handlers.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
+#include "tests/support/machine_test.h"
 
 namespace gearbox {
 namespace {
@@ -80,7 +81,7 @@ struct RecordingPort {
 constexpr std::string_view kHello = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
 constexpr std::string_view kBig = "GET /big HTTP/1.1\r\nHost: a\r\n\r\n";
 
-class DriverTest : public ::testing::Test {
+class DriverTest : public testing::MachineTest {
  protected:
   DriverTest() {
     limits_.header_timeout = milliseconds(1000);
@@ -91,13 +92,7 @@ class DriverTest : public ::testing::Test {
     routes.push_back(DefaultRoute("/big", "text"));
     routes.back().params.Set("body", std::string(40000, 'x'));
     routes.push_back(DefaultRoute("/sleep", "wait"));
-    router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1, routes.size());
-    env_.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    env_.limits = &limits_;
-    env_.draining = &draining_;
-    env_.request = &request_;
-    env_.response = &response_;
+    Build(routes);
   }
   void SetUp() override {
     int sv[2];
@@ -133,14 +128,6 @@ class DriverTest : public ::testing::Test {
     return stats().closed[static_cast<int>(r)].load();
   }
 
-  LimitsConfig limits_;
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  ConnectionEnv env_;
-  const Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
   int client_ = -1;
   std::unique_ptr<Connection> conn_;
   RecordingPort port_;
