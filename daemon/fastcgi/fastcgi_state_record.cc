@@ -28,7 +28,6 @@ struct StateRecord {
   uint32_t body_bytes = 0;
 };
 static_assert(sizeof(StateRecord) <= kHeadRecordOverhead);
-constexpr char kTag[4] = {'F', 'C', 'G', 'I'};
 
 }  // namespace
 
@@ -57,7 +56,7 @@ bool FastCgiParser::ResumeHead(std::string_view record) {
   StateRecord r;
   if (record.size() < sizeof(r)) return false;
   memcpy(&r, record.data(), sizeof(r));
-  if (memcmp(r.tag, kTag, sizeof(kTag)) != 0 ||
+  if (memcmp(r.tag, StateRecord{}.tag, sizeof(r.tag)) != 0 ||
       r.content > static_cast<uint8_t>(Content::kSkip) ||
       r.uri_form > static_cast<uint8_t>(http::TargetForm::kAsterisk) ||
       record.size() - sizeof(r) != size_t{r.params_bytes} + r.body_bytes ||

@@ -26,7 +26,6 @@ struct HeadRecord {
   uint32_t fields = 0;
 };
 static_assert(sizeof(HeadRecord) <= kHeadRecordOverhead);
-constexpr char kTag[4] = {'H', 'T', 'T', 'P'};
 
 }  // namespace
 
@@ -61,7 +60,7 @@ bool HttpRequestParser::ResumeHead(std::string_view record) {
   HeadRecord r;
   if (record.size() < sizeof(r)) return false;
   memcpy(&r, record.data(), sizeof(r));
-  if (memcmp(r.tag, kTag, sizeof(kTag)) != 0 ||
+  if (memcmp(r.tag, HeadRecord{}.tag, sizeof(r.tag)) != 0 ||
       r.framing > static_cast<uint8_t>(Framing::kChunked) ||
       r.form > static_cast<uint8_t>(http::TargetForm::kAsterisk))
     return false;
