@@ -25,8 +25,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 import bench_toml  # noqa: E402
-from bench import CONFIG_BY_LABEL, CONFIGS, WORKLOADS, Bench  # noqa: E402
-from bench_servers import HERE, PATHS, T0, Fronted, Gearbox, log, sh, stop_all  # noqa: E402
+from bench import CONFIG_BY_LABEL, CONFIGS, PG_WORKLOADS, WORKLOADS, Bench  # noqa: E402
+from bench_servers import HERE, PATHS, T0, Fronted, Gearbox, Postgres, log, sh, stop_all  # noqa: E402
 
 # A model name means the model at bench.py's 2-core size (CONFIGS explains them).
 MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
@@ -140,12 +140,24 @@ def estimate_s(pl):
     return 2 * pl["rounds"] * len(pl["models"]) * per_start
 
 
-def check_configs(sides, pl, work):
+def check_configs(sides, pl, work, pg):
     """gearboxd -t on every side x model before any load (a bad snippet fails in seconds)."""
     for side in sides:
         for label in pl["models"]:
             Gearbox(side.binary, CONFIG_BY_LABEL[label], work, work, work, tag=f"check-{side.key}",
-                    extra=side.extra).write_config()
+                    extra=side.extra, pg=pg).write_config()
+
+
+def start_postgres(bench, pl, meta):
+    """The bench's throwaway cluster, when a database workload is compared: both
+    sides' /pg* routes use it (bench_servers.pg_routes: the full run's pool sizes)."""
+    if not any(w in PG_WORKLOADS for w in pl["workloads"]):
+        return None
+    bench.pg = Postgres(bench.work, bench.logdir)
+    bench.pg.start()
+    meta["notes"].append(f"postgres ({bench.pg.version()}) on a unix socket, bench_rows: "
+                         f"{Postgres.ROWS} rows; the /pg* routes as the full run writes them")
+    return bench.pg.dir
 
 
 class Running:
@@ -155,7 +167,8 @@ class Running:
         self.bench, self.side, self.label, self.rnd, self.pl = bench, side, label, rnd, pl
         self.tag = f"{side.key}-r{rnd}"
         gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
-                     tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock")
+                     tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock",
+                     pg=bench.pg.dir if bench.pg else None)
         self.servers = Fronted(gb, bench.work, bench.confdir, bench.logdir, f"{self.tag}-{label}",
                                pl["paths"])
         self.gb = gb
@@ -172,6 +185,8 @@ class Running:
 
     def run(self, workload, uri, path, conc):
         how, port, cpu, n = self.servers.via(path)
+        if workload in PG_WORKLOADS:  # the database's backends are processes of their own
+            cpu = {**cpu, "postgres": self.bench.pg.pids}
         r = self.bench.wrk(self.label, how, workload, f"http://127.0.0.1:{port}{uri}",
                            conc, self.pl["duration"], cpu, self.gb.pids, tag=f"{self.side.name} r{self.rnd}",
                            gearbox=self.gb, nginx=n)
@@ -374,7 +389,7 @@ def main(argv):
         f"estimated {estimate_s(pl) / 60:.1f} min; load average {' '.join(meta['loadavg_start'])}; out {out}")
     failed = None
     try:
-        check_configs(sides, pl, bench.work)
+        check_configs(sides, pl, bench.work, start_postgres(bench, pl, meta))
         for label in pl["models"]:
             for rnd in range(1, pl["rounds"] + 1):
                 run_round(bench, sides, label, rnd, pl)
