@@ -124,6 +124,22 @@ uint64_t RaiseNofile(uint64_t want) {
   return r.rlim_cur;
 }
 
+uint64_t NofileSoft() {
+  rlimit r{};
+  getrlimit(RLIMIT_NOFILE, &r);
+  return r.rlim_cur;
+}
+
+long DaemonNofile(pid_t pid) {
+  // "Max open files  1024  20000  files": the soft value.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Max open files", 0) == 0) return atol(line.c_str() + 14);
+  }
+  return -1;
+}
+
 // --- /proc ------------------------------------------------------------------
 
 long RssKib(pid_t pid) {

@@ -75,6 +75,10 @@ class NofileLimit {
 // Raises this process's RLIMIT_NOFILE soft limit to `want` (or the hard limit,
 // whichever is lower). Returns the new soft limit.
 uint64_t RaiseNofile(uint64_t want);
+// This process's RLIMIT_NOFILE soft limit.
+uint64_t NofileSoft();
+// The soft "Max open files" of `pid` (/proc/PID/limits), or -1.
+long DaemonNofile(pid_t pid);
 
 // --- /proc ------------------------------------------------------------------
 
