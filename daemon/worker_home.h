@@ -47,6 +47,10 @@ class WorkerHome {
   // keeps no watch (a blocking one): then the caller checks idle fds itself.
   bool Watch(int fd, IdleFn on_idle, void* arg);
   void Forget(int fd);
+  // True when this worker's waits are polls of their own (a blocking worker):
+  // a wait costs a poll() and a sleep, so reading first pays when the answer
+  // may be there already.
+  bool polls_each_wait() const { return driver_ == nullptr; }
   // A wake: what an exchange waits on as a readable fd, ready once Signal is
   // called. -1 when none could be had (an eventfd: EMFILE).
   int NewWake();

@@ -204,8 +204,6 @@ Step PgExchange::Send(Response& response) {
 // until it returns null (the command is over).
 Step PgExchange::Pump(const Wake& wake, Response& response) {
   PGconn* conn = slot_->conn;
-  // Read only on a readable wake: right after the flush the answer is not
-  // there yet, and a recv() would only say EAGAIN.
   if (wake.ready(0, kFdReadable) && !PQconsumeInput(conn)) {
     return Broken(response);
   }
@@ -214,6 +212,14 @@ Step PgExchange::Pump(const Wake& wake, Response& response) {
     if (left < 0) return Broken(response);
     if (left > 0) return WaitSocket(kFdReadable | kFdWritable, response);
     flushing_ = false;
+    // An async loop reads only on a readable wake: right after the flush
+    // the backend has not run yet, and a recv() would say EAGAIN. A
+    // blocking worker's send wakes the backend, which often answers while
+    // the worker is switched out: one recv() then saves a poll() and a
+    // sleep.
+    if (pool_->home()->polls_each_wait() && !PQconsumeInput(conn)) {
+      return Broken(response);
+    }
   }
   while (!PQisBusy(conn)) {
     PGresult* result = PQgetResult(conn);
