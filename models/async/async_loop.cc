@@ -104,6 +104,10 @@ struct AsyncCallbacks {
     auto* loop = static_cast<AsyncLoop*>(arg);
     loop->Timed([&] { loop->OnTick(); });
   }
+  static void ShareWait(evutil_socket_t, short, void* arg) {
+    auto* loop = static_cast<AsyncLoop*>(arg);
+    loop->Timed([&] { loop->OnShareWaitOver(); });
+  }
 };
 
 event_callback_fn AsyncLoop::HandlerFdCallback() {
@@ -136,6 +140,7 @@ AsyncLoop::~AsyncLoop() {
   home_driver_.Close();
   if (wake_event_) event_free(wake_event_);
   if (tick_event_) event_free(tick_event_);
+  if (share_wait_event_) event_free(share_wait_event_);
   if (wake_fd_ >= 0) close(wake_fd_);
   if (base_) event_base_free(base_);
 }
@@ -165,6 +170,7 @@ std::string AsyncLoop::Init() {
                           &AsyncCallbacks::Wake, this);
   event_add(wake_event_, nullptr);
   tick_event_ = event_new(base_, -1, EV_PERSIST, &AsyncCallbacks::Tick, this);
+  share_wait_event_ = event_new(base_, -1, 0, &AsyncCallbacks::ShareWait, this);
   timeval tick = {0, 100000};
   event_add(tick_event_, &tick);
   // Every connection shares these two durations: libevent keeps a common
@@ -212,18 +218,6 @@ void AsyncLoop::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
-void AsyncLoop::SetAccepting(bool on) {
-  if (on == accepting_) return;
-  for (event* e : listen_events_) {
-    if (on) {
-      event_add(e, nullptr);
-    } else {
-      event_del(e);
-    }
-  }
-  accepting_ = on;
-}
-
 void AsyncLoop::OnWake() {
   uint64_t v;
   ssize_t n = read(wake_fd_, &v, sizeof(v));
@@ -255,8 +249,9 @@ void AsyncLoop::OnTick() {
   }
   // Resume accepting once below max_connections (another loop's closes count
   // too).
-  if (!accepting_ && gate_.Open(shared_.open.load(std::memory_order_relaxed),
-                                std::chrono::steady_clock::now())) {
+  if (!accepting_ && !share_wait_ &&
+      gate_.Open(shared_.open.load(std::memory_order_relaxed),
+                 std::chrono::steady_clock::now())) {
     SetAccepting(true);
   }
 }
@@ -271,45 +266,28 @@ void AsyncLoop::SettleAllForDrain() {
   }
 }
 
-void AsyncLoop::OnAccept(size_t listener_index) {
+void AsyncLoop::Adopt(int fd, size_t listener_index, const IpAddress& peer,
+                      Clock::time_point now) {
   const Listener& l = (*shared_.listeners)[listener_index];
-  // With several loops on one listener, every loop wakes for a new connection;
-  // taking one per wake-up (nginx's `multi_accept off`) lets the others take
-  // the rest, instead of the first loop to wake taking a whole burst and
-  // leaving the other cores idle. One loop takes up to 64 per wake-up: fewer
-  // epoll rounds.
-  const int batch_limit = shared_.loops > 1 ? 1 : 64;
-  for (int batch = 0; batch < batch_limit; ++batch) {
-    const int64_t open = shared_.open.load(std::memory_order_relaxed);
-    const Clock::time_point now = Clock::now();
-    IpAddress peer;
-    const int fd = gate_.Accept(l.fd, open, now, peer);
-    if (fd < 0) {
-      // At the cap or out of descriptors: the rest waits in the kernel
-      // backlog; the tick resumes accepting once the gate opens.
-      if (!gate_.Open(open, now)) SetAccepting(false);
-      return;
-    }
-    auto* c = new AsyncConnection(l.protocol, shared_.limits);
-    c->loop = this;
-    c->fd = fd;
-    c->conn.Attach(&env_);
-    c->conn.SetListener(listener_index);
-    c->conn.SetPeer(peer);
-    event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read,
-                 c);
-    event_assign(&c->timer, base_, -1, 0, &AsyncCallbacks::Timer, c);
-    c->next = head_;
-    if (head_) head_->prev = c;
-    head_ = c;
-    ++conns_;
-    shared_.open.fetch_add(1, std::memory_order_relaxed);
-    Bump(stats_.accepted);
-    stats_.open_conns.store(static_cast<uint64_t>(conns_),
-                            std::memory_order_relaxed);
-    c->conn.Accepted(now, 0);
-    Settle(c, now);
-  }
+  auto* c = new AsyncConnection(l.protocol, shared_.limits);
+  c->loop = this;
+  c->fd = fd;
+  c->conn.Attach(&env_);
+  c->conn.SetListener(listener_index);
+  c->conn.SetPeer(peer);
+  event_assign(&c->io, base_, fd, EV_READ | EV_PERSIST, &AsyncCallbacks::Read,
+               c);
+  event_assign(&c->timer, base_, -1, 0, &AsyncCallbacks::Timer, c);
+  c->next = head_;
+  if (head_) head_->prev = c;
+  head_ = c;
+  ++conns_;
+  shared_.open.fetch_add(1, std::memory_order_relaxed);
+  Bump(stats_.accepted);
+  stats_.open_conns.store(static_cast<uint64_t>(conns_),
+                          std::memory_order_relaxed);
+  c->conn.Accepted(now, 0);
+  Settle(c, now);
 }
 
 void AsyncLoop::ArmIo(AsyncConnection* c, short mode) {

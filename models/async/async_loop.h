@@ -59,8 +59,15 @@ class AsyncLoop {
   void Run();
   void CloseAll();
   void OnWake();
-  void OnAccept(size_t listener_index);
+  // Accepting (async_accept.cc): the gate, one per wake-up with several
+  // loops, each loop within its share of the connections.
+  void OnAccept(size_t listener_index, bool beyond_share = false);
   void SetAccepting(bool on);
+  bool OverShare(int64_t open) const;
+  void WaitForOthers();
+  void OnShareWaitOver();
+  void Adopt(int fd, size_t listener_index, const IpAddress& peer,
+             Clock::time_point now);
   void OnTick();
   // Runs one libevent callback; with stall detection on, times it.
   template <typename Fn>
@@ -103,6 +110,8 @@ class AsyncLoop {
   bool acknowledged_drain_ = false;
   event* wake_event_ = nullptr;
   event* tick_event_ = nullptr;
+  event* share_wait_event_ = nullptr;  // one-shot: WaitForOthers
+  bool share_wait_ = false;
   int wake_fd_ = -1;
   AcceptGate gate_;
   std::thread thread_;
