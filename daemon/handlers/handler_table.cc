@@ -92,7 +92,8 @@ constexpr HandlerKind kHandlerTable[] = {
                          "How long opening a connection may take (wins over "
                          "the dsn's)",
                          &postgres::CheckConnectTimeout),
-      IntParam("pipeline", 4, 1, 64,
+      IntParam("pipeline", postgres::kDefaultPipeline, 1,
+               postgres::kMaxPipeline,
                "Queries one connection carries at once (async, libpq >= 14)"),
       CheckedStringParam("int8", "number",
                          "int8 and numeric as JSON \"number\" or \"string\" "

@@ -7,7 +7,7 @@
 
 Starts a throwaway PostgreSQL cluster (bench_servers.Postgres: 100,000 rows,
 unix socket) and one gearboxd per binary (async, 1 loop) serving /hello and
-/pglookup?id=54321 (pool = P, default 16). Then, in alternating rounds on the
+/pglookup?id=54321 (pool = P, default 16; one daemon per pipeline depth too). Then, in alternating rounds on the
 same daemon, runs profile.sh (wrk -t1 -cC direct, perf stat on gearboxd) on
 /hello and on the lookup, and prints per request: gearboxd CPU (us), system
 calls, context switches, req/s, and the lookup/hello CPU ratio (the median
@@ -78,27 +78,29 @@ def main():
     ap.add_argument("--pool", type=int, default=16)
     ap.add_argument("--model", default="async", help="async, threadpool or prefork")
     ap.add_argument("--size", type=int, default=1, help="loops, threads or workers")
-    ap.add_argument("--pipeline", type=int, default=None,
-                    help="the route's pipeline key (default: the binary's default)")
+    ap.add_argument("--pipeline", default=None,
+                    help="the route's pipeline key (default: the binary's default); "
+                    "several, comma-separated: one daemon per binary and depth")
     a = ap.parse_args()
-    binaries = a.gearboxd.split(",")
+    depths = [int(d) for d in a.pipeline.split(",")] if a.pipeline else [None]
+    sides = [(b, d) for b in a.gearboxd.split(",") for d in depths]
     work = tempfile.mkdtemp(prefix="gearbox-pgcost.")
     os.chmod(work, 0o755)  # the postgres user and nginx's worker reach in
     pg = bs.Postgres(work, work)
     daemons = []
     try:
         pg.start()
-        for i, binary in enumerate(binaries):
+        for i, (binary, depth) in enumerate(sides):
             port = bs.free_port()
             path = os.path.join(work, f"g{i}.toml")
             with open(path, "w") as f:
-                f.write(config(port, pg.dir, a.pool, a.pipeline, a.model, a.size))
+                f.write(config(port, pg.dir, a.pool, depth, a.model, a.size))
             logf = open(os.path.join(work, f"g{i}.log"), "w")
             p = subprocess.Popen([binary, "-c", path], stdout=logf, stderr=subprocess.STDOUT)
             bs.STARTED.append(p)
             if not bs.wait_until(lambda: bs.http_get_ok("127.0.0.1", port, "/hello"), 10, every=0.1):
                 raise RuntimeError(f"{binary} did not start; see {work}")
-            daemons.append((binary, p, port))
+            daemons.append((binary if len(depths) == 1 else f"{binary} pipeline={depth}", p, port))
         rows = {}
         for r in range(a.rounds):
             for binary, p, port in daemons:

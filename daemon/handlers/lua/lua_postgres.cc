@@ -14,16 +14,13 @@
 #include "daemon/handlers/lua/lua_api.h"
 #include "daemon/handlers/postgres/conninfo.h"
 #include "daemon/handlers/postgres/pg_exchange.h"
+#include "daemon/handlers/postgres/route_params.h"
 
 namespace gearbox::lua {
 namespace {
 
 constexpr const char* kMeta = "gearbox.postgres";
 constexpr int kDefaultPool = 4;
-// As the postgres handler's `pipeline` (handler_table.cc): queries one
-// connection of an async loop carries at once.
-constexpr int kDefaultPipeline = 4;
-constexpr int kMaxPipeline = 64;
 // Distinct SQL texts one pool keeps routes for: dynamic SQL past this is
 // refused (the server side is bounded by the statement cache).
 constexpr size_t kMaxStatements = 1024;
@@ -73,10 +70,10 @@ int NewPool(lua_State* L) {
   }
   lua_getfield(L, 1, "pipeline");
   const int pipeline =
-      static_cast<int>(luaL_optinteger(L, -1, kDefaultPipeline));
-  if (pipeline < 1 || pipeline > kMaxPipeline) {
+      static_cast<int>(luaL_optinteger(L, -1, postgres::kDefaultPipeline));
+  if (pipeline < 1 || pipeline > postgres::kMaxPipeline) {
     return luaL_error(L, "gearbox.postgres: pipeline %d is not in 1..%d",
-                      pipeline, kMaxPipeline);
+                      pipeline, postgres::kMaxPipeline);
   }
   auto** box = static_cast<LuaPgPool**>(lua_newuserdata(L, sizeof(LuaPgPool*)));
   *box = new LuaPgPool(dsn, size, pipeline, HostOf(L).home);

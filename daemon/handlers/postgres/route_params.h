@@ -14,6 +14,12 @@ std::string CheckConnectTimeout(std::string_view text);
 // The checked value as microseconds.
 std::chrono::microseconds ConnectTimeout(std::string_view text);
 
+// pipeline: queries one connection of an async loop carries at once. A pool
+// serves one route, so the queries on a connection are the same statement
+// and take alike: a deep pipeline seldom waits behind a slow one.
+inline constexpr int kDefaultPipeline = 16;
+inline constexpr int kMaxPipeline = 64;
+
 // int8: "number" or "string".
 std::string CheckInt8(std::string_view text);
 bool Int8AsString(std::string_view text);
