@@ -182,8 +182,11 @@ void PgPool::Connected(PgSlot* slot) {
   }
 #ifdef LIBPQ_HAS_PIPELINING
   // Only a watched connection: its reader is the worker's dispatch, which
-  // serves every segment on it. A blocking worker runs one query at a time.
-  slot->pipelined = slot->watched_fd >= 0 && PQenterPipelineMode(slot->conn);
+  // serves every segment on it. A blocking worker runs one query at a time,
+  // and so does a pipeline of 1, without pipeline mode: the path libpq 13
+  // takes, which `pipeline = 1` keeps tested.
+  slot->pipelined =
+      pipeline_ > 1 && slot->watched_fd >= 0 && PQenterPipelineMode(slot->conn);
 #endif
   if (failures_ > 0) {
     LogInfo("postgres_reconnected", "route={} dsn={} after_failures={}",

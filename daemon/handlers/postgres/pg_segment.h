@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "daemon/handlers/postgres/pg_compat.h"
 #include "daemon/handlers/postgres/statement_cache.h"
 
 namespace gearbox::postgres {
