@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 import bench_toml  # noqa: E402
 from bench import CONFIG_BY_LABEL, CONFIGS, PG_WORKLOADS, WORKLOADS, Bench  # noqa: E402
-from bench_servers import HERE, PATHS, T0, Fronted, Gearbox, Postgres, log, sh, stop_all  # noqa: E402
+from bench_servers import (HERE, PATHS, T0, Fronted, Gearbox, Postgres, build_timerwait, log, sh,  # noqa: E402
+                           stop_all)
 
 # A model name means the model at bench.py's 2-core size (CONFIGS explains them).
 MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
@@ -168,7 +169,7 @@ class Running:
         self.tag = f"{side.key}-r{rnd}"
         gb = Gearbox(side.binary, CONFIG_BY_LABEL[label], bench.work, bench.logdir, bench.confdir,
                      tag=self.tag, extra=side.extra, sock_name=f"{side.key}.sock",
-                     pg=bench.pg.dir if bench.pg else None)
+                     pg=bench.pg.dir if bench.pg else None, timerwait=bench.timerwait)
         self.servers = Fronted(gb, bench.work, bench.confdir, bench.logdir, f"{self.tag}-{label}",
                                pl["paths"])
         self.gb = gb
@@ -389,6 +390,8 @@ def main(argv):
         f"estimated {estimate_s(pl) / 60:.1f} min; load average {' '.join(meta['loadavg_start'])}; out {out}")
     failed = None
     try:
+        if any(w.startswith("timerwait") for w in pl["workloads"]):
+            bench.timerwait, _ = build_timerwait(bench.work)  # the /tw route's module
         check_configs(sides, pl, bench.work, start_postgres(bench, pl, meta))
         for label in pl["models"]:
             for rnd in range(1, pl["rounds"] + 1):
