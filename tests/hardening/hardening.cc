@@ -49,6 +49,17 @@ std::vector<std::string> StatFields(pid_t pid) {
   return out;
 }
 
+// The number after `prefix` on the first line of /proc/PID/FILE starting
+// with it, or -1.
+long ProcLineNumber(pid_t pid, const char* file, std::string_view prefix) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) return atol(line.c_str() + prefix.size());
+  }
+  return -1;
+}
+
 }  // namespace
 
 double MsBetween(Clock::time_point from, Clock::time_point to) {
@@ -132,24 +143,12 @@ uint64_t NofileSoft() {
 
 long DaemonNofile(pid_t pid) {
   // "Max open files  1024  20000  files": the soft value.
-  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Max open files", 0) == 0) return atol(line.c_str() + 14);
-  }
-  return -1;
+  return ProcLineNumber(pid, "limits", "Max open files");
 }
 
 // --- /proc ------------------------------------------------------------------
 
-long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return atol(line.c_str() + 6);
-  }
-  return -1;
-}
+long RssKib(pid_t pid) { return ProcLineNumber(pid, "status", "VmRSS:"); }
 
 double CpuSeconds(pid_t pid, bool with_reaped) {
   std::vector<std::string> f = StatFields(pid);
