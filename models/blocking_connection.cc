@@ -62,10 +62,24 @@ bool Read(BlockingConnection& c, const Interest& interest,
   return true;
 }
 
+// Polls until `until`, to the microsecond (poll() would round a short
+// grace up to whole milliseconds).
+int PollUntil(pollfd* fds, size_t n, Clock::time_point until) {
+  const auto left = std::max<int64_t>(
+      0,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(until - Clock::now())
+          .count());
+  const timespec ts{static_cast<time_t>(left / 1000000000),
+                    static_cast<long>(left % 1000000000)};
+  return ppoll(fds, n, &ts, nullptr);
+}
+
 // A handler waits on its fds: poll them with the client's socket, so a
 // client that hangs up mid-wait cancels the exchange here too (no thread
-// hand-off: the worker is the one waiting).
-void WaitHandlerFds(BlockingConnection& c, const Interest& i) {
+// hand-off: the worker is the one waiting). False when `until`, before the
+// wait's deadline, passed with nothing to tell the machine.
+bool WaitHandlerFds(BlockingConnection& c, const Interest& i,
+                    Clock::time_point until) {
   pollfd fds[1 + kMaxWaitFds];
   fds[0] = {c.fd, POLLRDHUP, 0};
   const size_t n = std::min(i.handler_fds.size(), kMaxWaitFds);
@@ -76,16 +90,17 @@ void WaitHandlerFds(BlockingConnection& c, const Interest& i) {
     if (w.events & kFdWritable) events |= POLLOUT;
     fds[1 + k] = {w.fd, events, 0};
   }
-  const int r = poll(fds, 1 + n, MillisUntil(i.deadline));
+  const int r = PollUntil(fds, 1 + n, std::min(until, i.deadline));
   const Clock::time_point now = Clock::now();
-  if (r < 0) return;  // EINTR: the driver looks at the state again
+  if (r < 0) return true;  // EINTR: the driver looks at the state again
   if (r == 0) {
+    if (until < i.deadline) return false;
     c.conn.DeadlinePassed(std::max(now, i.deadline));
-    return;
+    return true;
   }
   if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
     c.conn.PeerClosed();
-    return;
+    return true;
   }
   uint8_t ready[kMaxWaitFds] = {};
   for (size_t k = 0; k < n; ++k) {
@@ -99,17 +114,23 @@ void WaitHandlerFds(BlockingConnection& c, const Interest& i) {
     if (re & POLLNVAL) ready[k] |= kFdError;
   }
   c.conn.HandlerFdsReady(std::span<const uint8_t>(ready, n), now);
+  return true;
 }
 
-void WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
-                 Clock::time_point now) {
-  if (!i.handler_fds.empty()) return WaitHandlerFds(c, i);
-  if (sleeper.SleepFor(std::chrono::duration_cast<std::chrono::microseconds>(
-          i.deadline - now))) {
-    c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
-  } else {
+// A handler's wait, until `until` at the latest. False when `until`, before
+// the wait's deadline, passed with nothing to tell the machine.
+bool WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
+                 Clock::time_point until, Clock::time_point now) {
+  if (!i.handler_fds.empty()) return WaitHandlerFds(c, i, until);
+  const Clock::time_point end = std::min(until, i.deadline);
+  if (!sleeper.SleepFor(
+          std::chrono::duration_cast<std::chrono::microseconds>(end - now))) {
     c.conn.CutShort();
+    return true;
   }
+  if (end < i.deadline) return false;
+  c.conn.DeadlinePassed(std::max(Clock::now(), i.deadline));
+  return true;
 }
 
 // The blocking models' primitives for the driver core (models/driver.h):
@@ -158,9 +179,16 @@ class BlockingPort {
       c_.conn.DeadlinePassed(Clock::now());
     return true;
   }
+  // A wait the policy deems short (its WillWaitAfter) ends without
+  // WillWait: giving the worker's place away costs more than it saves.
   bool AwaitHandler(const Interest& i, Clock::time_point now) {
+    const auto grace = policy_.WillWaitAfter();
+    if (grace.count() > 0) {
+      if (WaitHandler(c_, i, *sleeper_, now + grace, now)) return true;
+      now = Clock::now();
+    }
     policy_.WillWait();
-    WaitHandler(c_, i, *sleeper_, now);
+    WaitHandler(c_, i, *sleeper_, i.deadline, now);
     return true;
   }
   void Close() {

@@ -67,6 +67,9 @@ class BlockingPolicy {
   // The worker is about to block (a handler's wait, a full socket): its place
   // may go to a worker that is free now.
   virtual void WillWait() {}
+  // How long a handler's wait runs before WillWait(): zero gives the place
+  // away at once; a short wait (a database answer) may end before.
+  virtual std::chrono::microseconds WillWaitAfter() const { return {}; }
   // False: a connection idle again after a request of this turn (nothing
   // buffered) goes to WaitReadable() without the read that would find
   // nothing: the client rarely sends its next request before it has the

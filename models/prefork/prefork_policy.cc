@@ -14,6 +14,13 @@ namespace {
 // into a 502.
 constexpr std::chrono::milliseconds kHandoffGrace{20};
 
+// How long a handler's wait runs before the held connections go to the guard.
+// Parking one and taking it back costs two SCM_RIGHTS messages, an
+// epoll_ctl, a close and a wake of the guard and of a sibling: a request on
+// a held connection may wait this long behind a short wait (a point lookup)
+// rather than pay that for every request.
+constexpr std::chrono::microseconds kParkHeldAfter{1000};
+
 // The most held connections WaitIdle polls beside its own (HeldConnections
 // holds at most kHeldPerChild + 1).
 constexpr size_t kMaxHeldPolled = 32;
@@ -152,6 +159,16 @@ ReadWait PreforkPolicy::WaitHead(BlockingConnection& c,
 
 void PreforkPolicy::WillWait() {
   if (o_.held && !o_.held->empty() && Parking()) o_.held->ParkAll();
+}
+
+// While a client waits (a listener has one queued, or the guard's hand-back
+// channel a connection with a request), the held connections go to the guard
+// at once: its queue serves them and the waiting ones in turn. Otherwise a
+// child's held connections wait out a short wait here.
+std::chrono::microseconds PreforkPolicy::WillWaitAfter() const {
+  const bool holds = o_.held && !o_.held->empty() && Parking();
+  return holds && !ListenerPending() ? kParkHeldAfter
+                                     : std::chrono::microseconds(0);
 }
 
 // Holds the connection, but gives a keep-alive one up when another client

@@ -58,6 +58,9 @@ class PreforkPolicy final : public BlockingPolicy {
   // The child is about to block: the connections it holds go to the guard,
   // where a free sibling can take their next request.
   void WillWait() override;
+  // ... once a handler's wait has lasted kParkHeldAfter, and only when the
+  // child holds some (an unneeded grace would split the wait in two polls).
+  std::chrono::microseconds WillWaitAfter() const override;
   ReadWait WaitReadable(BlockingConnection& c,
                         const Interest& interest) override;
   // The last idle connection given up was for the guard's hand-back alone
