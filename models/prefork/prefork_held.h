@@ -5,9 +5,11 @@
 // between the processes. Holding a few itself, polled with its listeners, the
 // child answers the next request on any of them with one poll, as an event
 // loop would. The guard still takes what does not fit, and every held
-// connection goes to it before the child blocks (a handler wait, a full
-// socket), drains, retires or recycles, so a request never waits behind a
-// busy child while a sibling is free for longer than a fast request takes.
+// connection goes to it when the child blocks (on a full socket, at once; in
+// a handler's wait, at once while other clients wait, else once the wait has
+// lasted longer than a fast request: PreforkPolicy::WillWaitAfter), drains,
+// retires or recycles, so a request never waits behind a busy child while a
+// sibling is free for longer than a fast request takes.
 #pragma once
 
 #include <atomic>
