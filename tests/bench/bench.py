@@ -95,6 +95,28 @@ def taken_all(gb, st0, opened, kind):
     return kind != "slow" or gb.model != "prefork" or \
         st.get("parked", 0) - st0.get("parked", 0) >= opened
 
+SETTLE_BOUND_S = 5.0
+
+
+def settle(cpu, window=0.2, quiet_s=0.02):
+    """Waits until the servers just measured are idle again: under `quiet_s` of CPU
+    (the processes of every group in `cpu`) in a `window`, at most SETTLE_BOUND_S.
+    What wrk left queued when it stopped (under prefork at c=256, a few hundred
+    requests: about 100 ms of pg_sleep queries) otherwise runs into the next run,
+    and that run's first requests wait twice as long: A then B read 0.954 with the
+    same binary on both sides. Returns the seconds waited (None: never quiet)."""
+    last = [None]
+
+    def quiet():
+        used = sum(cpu_seconds(f()) for f in cpu.values())
+        ok = last[0] is not None and used - last[0] < quiet_s
+        last[0] = used
+        return ok
+
+    t = time.monotonic()
+    return round(time.monotonic() - t, 2) if wait_until(quiet, SETTLE_BOUND_S, every=window) else None
+
+
 class Bench:
     def __init__(self, args, binary, out):
         self.args = args
@@ -132,7 +154,8 @@ class Bench:
         r = parse_wrk(p.stdout)
         noise.done(r)
         r.update(kind="wrk", server=server, path=path, workload=workload, conc=conc,
-                 duration=duration, wall_s=wall, command=" ".join(cmd), tag=tag)
+                 duration=duration, wall_s=wall, command=" ".join(cmd), tag=tag,
+                 settle_s=settle(cpu))
         if nginx and path == "nginx":
             r["transport"] = nginx.transport
         if p.returncode != 0 or "requests in" not in p.stdout:
