@@ -49,6 +49,7 @@ void RowWriter::Begin(std::string* out, JsonOptions options) {
   // its inline 15 characters.
   out->reserve(kFirstBody);
   sink_.out = out;
+  sink_.n = 0;
   options_ = options;
   rows_ = 0;
   writer_.Reset(sink_);
@@ -85,9 +86,13 @@ void RowWriter::Add(const PGresult* result) {
     writer_.EndObject();
   }
   rows_ += nrows;
+  sink_.Flush();
 }
 
-void RowWriter::End() { writer_.EndArray(); }
+void RowWriter::End() {
+  writer_.EndArray();
+  sink_.Flush();
+}
 
 void RowsToJson(const PGresult* result, std::string& out, JsonOptions options) {
   RowWriter writer;

@@ -29,19 +29,29 @@ class RowWriter {
   // Clears *out and opens the array; out must outlive the writing.
   void Begin(std::string* out, JsonOptions options);
   // Appends result's rows (a PGRES_SINGLE_TUPLE or PGRES_TUPLES_OK result;
-  // any other adds none).
+  // any other adds none); *out holds them all when it returns.
   void Add(const PGresult* result);
   // Closes the array.
   void End();
   int64_t rows() const { return rows_; }
 
  private:
-  // rapidjson's output stream concept over a std::string.
+  // rapidjson's output stream concept over a std::string. Characters gather
+  // in a small buffer appended in runs: a push_back per character was a call
+  // per character (not inlined), a third of the writer's time.
   struct Sink {
     using Ch = char;
     std::string* out = nullptr;
-    void Put(char c) { out->push_back(c); }
-    void Flush() {}
+    char buf[256];
+    size_t n = 0;
+    void Put(char c) {
+      if (n == sizeof buf) Flush();
+      buf[n++] = c;
+    }
+    void Flush() {
+      out->append(buf, n);
+      n = 0;
+    }
   };
   enum class Kind : uint8_t { kNumber, kBool, kText };
   Kind KindOf(Oid type) const;

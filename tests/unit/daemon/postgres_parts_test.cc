@@ -134,7 +134,10 @@ TEST(RowWriterTest, RowsArriveOneResultAtATime) {
     PGresult* row = MakeResult({{"id", 23}, {"big", 20}}, {{id, "-5"}});
     writer.Add(row);
     PQclear(row);
+    // Every row is in `out` once Add returns: max_bytes reads its size.
+    EXPECT_EQ(out.back(), '}') << out;
   }
+  EXPECT_EQ(out, "[{\"id\":1,\"big\":-5},{\"id\":2,\"big\":-5}");
   PGresult* last = MakeResult({{"id", 23}, {"big", 20}}, {});
   writer.Add(last);  // single-row mode's closing result: no rows
   PQclear(last);
