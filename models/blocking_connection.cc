@@ -118,12 +118,13 @@ bool WaitHandlerFds(BlockingConnection& c, const Interest& i,
 }
 
 // A handler's wait, until `until` at the latest. False when `until`, before
-// the wait's deadline, passed with nothing to tell the machine.
-bool WaitHandler(BlockingConnection& c, const Interest& i, Sleeper& sleeper,
+// the wait's deadline, passed with nothing to tell the machine. `sleeper` is
+// used (and must be set) only for a timer wait.
+bool WaitHandler(BlockingConnection& c, const Interest& i, Sleeper* sleeper,
                  Clock::time_point until, Clock::time_point now) {
   if (!i.handler_fds.empty()) return WaitHandlerFds(c, i, until);
   const Clock::time_point end = std::min(until, i.deadline);
-  if (!sleeper.SleepFor(
+  if (!sleeper->SleepFor(
           std::chrono::duration_cast<std::chrono::microseconds>(end - now))) {
     c.conn.CutShort();
     return true;
@@ -184,11 +185,11 @@ class BlockingPort {
   bool AwaitHandler(const Interest& i, Clock::time_point now) {
     const auto grace = policy_.WillWaitAfter();
     if (grace.count() > 0) {
-      if (WaitHandler(c_, i, *sleeper_, now + grace, now)) return true;
+      if (WaitHandler(c_, i, sleeper_, now + grace, now)) return true;
       now = Clock::now();
     }
     policy_.WillWait();
-    WaitHandler(c_, i, *sleeper_, i.deadline, now);
+    WaitHandler(c_, i, sleeper_, i.deadline, now);
     return true;
   }
   void Close() {
