@@ -15,6 +15,7 @@
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
 #include "models/blocking_connection.h"
+#include "tests/unit/models/blocking_harness.h"
 
 namespace gearbox {
 namespace {
@@ -38,25 +39,10 @@ class ServeBlockingTest : public ::testing::Test {
     std::vector<RouteConfig> routes;
     routes.push_back(DefaultRoute("/hello", "text"));
     routes.back().params.Set("body", std::string("hello world\n"));
-    router_ = std::make_unique<Router>(routes, ServerInfo{});
-    stats_ = StatsRegion::Create(1, routes.size());
-    ctx_.env.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    ctx_.env.limits = &limits_;
-    ctx_.env.draining = &draining_;
-    ctx_.env.request = &request_;
-    ctx_.env.response = &response_;
-    int sv[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    client_ = sv[0];
-    c_ = std::make_unique<BlockingConnection>(sv[1], Protocol::kHttp, limits_);
-    c_->conn.Attach(&ctx_.env);
-    c_->conn.Accepted(Clock::now(), 0);
+    ASSERT_NO_FATAL_FAILURE(
+        h_.Open(std::make_unique<Router>(routes, ServerInfo{}), routes.size()));
   }
-  void TearDown() override { close(client_); }
-  void Send(const std::string& bytes) {
-    ASSERT_EQ(write(client_, bytes.data(), bytes.size()),
-              static_cast<ssize_t>(bytes.size()));
-  }
+  void Send(const std::string& bytes) { h_.Send(bytes); }
   static void ExpectHello(const std::string& response) {
     EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response;
     EXPECT_NE(response.find("hello world\n"), std::string::npos) << response;
@@ -65,40 +51,28 @@ class ServeBlockingTest : public ::testing::Test {
   // served, and then the connection is idle, its turn over.
   void ServeFirstRequest() {
     Send(kGet);
-    ASSERT_EQ(ServeBlocking(*c_, ctx_, policy_), ConnectionOutcome::kParked);
+    ASSERT_EQ(ServeBlocking(*h_.c, h_.ctx, policy_),
+              ConnectionOutcome::kParked);
     ExpectHello(Received());
-    ASSERT_EQ(c_->conn.phase(), Phase::kIdle);
+    ASSERT_EQ(h_.c->conn.phase(), Phase::kIdle);
   }
-  // What the client has received so far.
-  std::string Received() {
-    char buf[4096];
-    ssize_t n = recv(client_, buf, sizeof(buf), MSG_DONTWAIT);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  }
+  std::string Received() { return h_.Received(); }
 
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  LimitsConfig limits_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  BlockingContext ctx_;
+  BlockingHarness h_;
   TurnAlwaysOver policy_;
-  int client_ = -1;
-  std::unique_ptr<BlockingConnection> c_;
 };
 
 TEST_F(ServeBlockingTest, ATurnThatIsOverParksWithoutReading) {
   ASSERT_NO_FATAL_FAILURE(ServeFirstRequest());
   Send(kGet);  // the next request, while the turn is over
-  EXPECT_EQ(ServeBlocking(*c_, ctx_, policy_), ConnectionOutcome::kParked);
+  EXPECT_EQ(ServeBlocking(*h_.c, h_.ctx, policy_), ConnectionOutcome::kParked);
   EXPECT_EQ(Received(), "") << "the request is still in the socket";
 }
 
 TEST_F(ServeBlockingTest, ReadFirstServesWhatIsWaitingEvenWhenTheTurnIsOver) {
   ASSERT_NO_FATAL_FAILURE(ServeFirstRequest());
   Send(kGet);
-  EXPECT_EQ(ServeBlocking(*c_, ctx_, policy_, /*read_first=*/true),
+  EXPECT_EQ(ServeBlocking(*h_.c, h_.ctx, policy_, /*read_first=*/true),
             ConnectionOutcome::kParked);
   ExpectHello(Received());
 }

@@ -16,6 +16,7 @@
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
 #include "models/blocking_connection.h"
+#include "tests/unit/models/blocking_harness.h"
 
 namespace gearbox {
 namespace {
@@ -61,55 +62,30 @@ class GracePolicy final : public BlockingPolicy {
 class WaitGraceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    router_ =
+    auto router =
         std::make_unique<Router>(std::vector<RouteConfig>{}, ServerInfo{});
-    router_->Add("/fd", std::make_unique<FdWaitHandler>(&backend_));
-    stats_ = StatsRegion::Create(1, 1);
-    ctx_.env.cycle = {router_.get(), &stats_->Slot(0), nullptr, 0};
-    ctx_.env.limits = &limits_;
-    ctx_.env.draining = &draining_;
-    ctx_.env.request = &request_;
-    ctx_.env.response = &response_;
-    int sv[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    client_ = sv[0];
-    c_ = std::make_unique<BlockingConnection>(sv[1], Protocol::kHttp, limits_);
-    c_->conn.Attach(&ctx_.env);
-    c_->conn.Accepted(Clock::now(), 0);
+    router->Add("/fd", std::make_unique<FdWaitHandler>(&backend_));
+    ASSERT_NO_FATAL_FAILURE(h_.Open(std::move(router), 1));
     backend_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     ASSERT_GE(backend_, 0);
   }
-  void TearDown() override {
-    close(client_);
-    close(backend_);
-  }
+  void TearDown() override { close(backend_); }
   // Serves one GET /fd whose backend answers after `answer_after`; returns
   // what the client received and sets started_.
   std::string ServeWithAnswerAfter(milliseconds answer_after) {
     itimerspec t{};
     t.it_value.tv_nsec = answer_after.count() * 1000000;
     EXPECT_EQ(timerfd_settime(backend_, 0, &t, nullptr), 0);
-    const std::string get = "GET /fd HTTP/1.1\r\nHost: x\r\n\r\n";
-    EXPECT_EQ(write(client_, get.data(), get.size()),
-              static_cast<ssize_t>(get.size()));
+    h_.Send("GET /fd HTTP/1.1\r\nHost: x\r\n\r\n");
     started_ = Clock::now();
-    EXPECT_EQ(ServeBlocking(*c_, ctx_, policy_), ConnectionOutcome::kParked);
-    char buf[4096];
-    ssize_t n = recv(client_, buf, sizeof(buf), MSG_DONTWAIT);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    EXPECT_EQ(ServeBlocking(*h_.c, h_.ctx, policy_),
+              ConnectionOutcome::kParked);
+    return h_.Received();
   }
 
-  std::unique_ptr<Router> router_;
-  std::shared_ptr<StatsRegion> stats_;
-  LimitsConfig limits_;
-  std::atomic<bool> draining_{false};
-  Request request_;
-  Response response_;
-  BlockingContext ctx_;
+  BlockingHarness h_;
   GracePolicy policy_;
-  int client_ = -1;
   int backend_ = -1;
-  std::unique_ptr<BlockingConnection> c_;
   Clock::time_point started_;
 };
 
