@@ -193,6 +193,7 @@ class BlockingPort {
     return true;
   }
   void Close() {
+    policy_.WillClose(c_);
     CloseBlocking(c_);
     outcome_ = ConnectionOutcome::kClosed;
   }

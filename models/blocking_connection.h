@@ -76,6 +76,9 @@ class BlockingPolicy {
   // response (nginx never does), and the model's wait (poll, epoll) reports
   // bytes that came meanwhile.
   virtual bool ReadFirstWhenIdle() const { return true; }
+  // The machine closes the connection; its fd is still open. What the model
+  // registered the fd with lets go of it first (threadpool: its epoll set).
+  virtual void WillClose(BlockingConnection&) {}
 };
 
 struct BlockingContext {

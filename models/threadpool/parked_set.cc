@@ -92,8 +92,14 @@ void ParkedSet::Remove(PooledConnection* c) {
   slots_[c->park_slot].parked = false;
 }
 
-// Closing the fd took it out of the epoll set; an event a worker fetched
-// before names an old generation now.
+// Should it fail, the close takes the fd out, as it would without it.
+void ParkedSet::Unwatch(const PooledConnection* c) const {
+  if (!c->registered || c->fd < 0) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+}
+
+// Unwatch (or the close) took the fd out of the epoll set; an event a worker
+// fetched before names an old generation now.
 void ParkedSet::Forget(PooledConnection* c) {
   if (!c->registered) return;
   Slot& slot = slots_[c->park_slot];

@@ -18,8 +18,18 @@
 // poller may close a connection while a worker holds an event for it, and
 // the generation tells that worker the event is stale.
 //
+// A connection leaves the set before its fd is closed (Unwatch), although
+// closing would take it out: a worker waking in epoll_wait holds each ready
+// socket while it polls it, and when the fd is closed at that moment the
+// socket's last reference goes with that worker, whose release runs only when
+// its epoll_wait returns. Finding nothing to report, it sleeps on, and the
+// client sees no FIN, its answer sent, until the next event wakes that worker.
+// Taking it out waits for such a poll (epoll's own lock), so the close is the
+// last reference: one epoll_ctl per connection that was ever parked.
+//
 // Not thread-safe: ReadyQueue's mutex guards it, so a drain sees each
-// connection in exactly one place.
+// connection in exactly one place (Unwatch, which touches only the kernel's
+// set, is the exception).
 #pragma once
 
 #include <cstdint>
@@ -57,7 +67,11 @@ class ParkedSet {
   // The connection an event's data names, taken out of the set; null when
   // it is not parked (remembered for its next Arm()) or the event is stale.
   PooledConnection* Take(uint64_t data);
-  // Before `c` is closed and deleted: its slot is free, its events stale.
+  // Before `c`'s fd is closed: out of the epoll set, so the close is the
+  // socket's last reference. Any thread holding `c`; no lock needed.
+  void Unwatch(const PooledConnection* c) const;
+  // Before `c` is deleted (closed or not): its slot is free, its events
+  // stale.
   void Forget(PooledConnection* c);
   // Takes out those whose deadline passed (the caller expires them).
   void TakeExpired(Clock::time_point now, std::vector<PooledConnection*>& out);

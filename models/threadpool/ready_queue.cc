@@ -234,6 +234,7 @@ bool ReadyQueue::ParkFromPoller(PooledConnection* c) {
 }
 
 void ReadyQueue::Forget(PooledConnection* c) {
+  parked_.Unwatch(c);  // may wait for a worker's poll of it: not under mu_
   std::lock_guard<std::mutex> lock(mu_);
   parked_.Forget(c);
 }

@@ -73,11 +73,15 @@ class ReadyQueue {
   ParkedSet::Armed Park(PooledConnection* c);
   void Done();
   void Closed(PooledConnection* c);
+  // Whoever holds `c`, before its fd is closed (ParkedSet::Unwatch: then the
+  // client sees the close at once). Without the lock.
+  void Unwatch(const PooledConnection* c) const { parked_.Unwatch(c); }
 
   // Poller: parks a connection no worker holds (drain, new deadline); one
   // with bytes waiting is queued for a worker. False: the caller closes it.
   bool ParkFromPoller(PooledConnection* c);
-  // Poller: a connection it took out is about to be closed and deleted.
+  // Poller: a connection it took out is about to be closed and deleted
+  // (unwatched first).
   void Forget(PooledConnection* c);
   // Poller: the earliest parked deadline, and the connections past theirs.
   // `until`: when the poller next looks (a Park() with an earlier deadline

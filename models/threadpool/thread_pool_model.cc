@@ -24,44 +24,12 @@
 #include "models/stuck_request.h"
 #include "models/threadpool/connection_poller.h"
 #include "models/threadpool/interruptible_sleeper.h"
+#include "models/threadpool/park_when_idle.h"
 #include "models/threadpool/pooled_connection.h"
 #include "models/threadpool/ready_queue.h"
 
 namespace gearbox {
 namespace {
-
-// threadpool: how long a connection may keep its worker while others queue.
-// A slice rather than one request per turn: handing every request back to
-// the poller cost up to 4x the throughput of fast requests.
-constexpr std::chrono::milliseconds kTurnSlice{10};
-
-// A worker never blocks waiting for a client's bytes: epoll holds the
-// connection until they come.
-class ParkWhenIdle final : public BlockingPolicy {
- public:
-  ParkWhenIdle(ReadyQueue& queue, size_t worker)
-      : queue_(queue), worker_(worker) {}
-  ReadWait WaitReadable(BlockingConnection&, const Interest&) override {
-    return ReadWait::kPark;
-  }
-  // Its turn is over once it has had the worker for kTurnSlice and more
-  // connections are queued than there are idle workers, or no worker is
-  // idle (parked connections may be readable: epoll does not say).
-  bool TurnOver(const BlockingConnection& c) override {
-    if (Clock::now() - c.turn_started < kTurnSlice) return false;
-    const int idle = queue_.idle_workers();
-    return idle == 0 || queue_.queued().load(std::memory_order_relaxed) > idle;
-  }
-  // A handler's wait or a full socket: another worker takes its seat.
-  void WillWait() override { queue_.ReleaseSeat(worker_); }
-  // After a response the client has rarely sent its next request yet (nginx
-  // and most clients wait for the response): a read would find nothing.
-  bool ReadFirstWhenIdle() const override { return false; }
-
- private:
-  ReadyQueue& queue_;
-  const size_t worker_;
-};
 
 // One worker thread's state.
 struct Worker {

@@ -2,7 +2,9 @@
 // is over gives the connection back without reading it, except when the
 // model says bytes may be waiting that nobody has read (read_first:
 // threadpool's edge-triggered parking saw them come while it was parking);
-// then the driver reads and serves them first.
+// then the driver reads and serves them first. A close is announced to the
+// model while the fd is still open (threadpool unregisters it first).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -29,6 +31,20 @@ class TurnAlwaysOver final : public BlockingPolicy {
   bool TurnOver(const BlockingConnection&) override { return true; }
   void WillWait() override {}
   bool ReadFirstWhenIdle() const override { return false; }
+};
+
+// A model that registered the fd somewhere: it hears of the close.
+class WatchesTheFd final : public BlockingPolicy {
+ public:
+  ReadWait WaitReadable(BlockingConnection&, const Interest&) override {
+    return ReadWait::kPark;
+  }
+  void WillClose(BlockingConnection& c) override {
+    ++closes;
+    fd_open = c.fd >= 0 && fcntl(c.fd, F_GETFD) != -1;
+  }
+  int closes = 0;
+  bool fd_open = false;
 };
 
 constexpr char kGet[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -74,6 +90,16 @@ TEST_F(ServeBlockingTest, ReadFirstServesWhatIsWaitingEvenWhenTheTurnIsOver) {
   Send(kGet);
   EXPECT_EQ(ServeBlocking(*h_.c, h_.ctx, policy_, /*read_first=*/true),
             ConnectionOutcome::kParked);
+  ExpectHello(Received());
+}
+
+TEST_F(ServeBlockingTest, TheModelHearsOfACloseWhileTheFdIsStillOpen) {
+  WatchesTheFd policy;
+  Send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ServeBlocking(*h_.c, h_.ctx, policy), ConnectionOutcome::kClosed);
+  EXPECT_EQ(policy.closes, 1);
+  EXPECT_TRUE(policy.fd_open) << "told after the fd was closed";
+  EXPECT_EQ(h_.c->fd, -1);
   ExpectHello(Received());
 }
 
