@@ -214,11 +214,10 @@ Step PgExchange::Pump(const Wake& wake, Response& response) {
     flushing_ = false;
     // An async loop reads only on a readable wake: right after the flush
     // the backend has not run yet, and a recv() would say EAGAIN. A
-    // blocking worker's send wakes the backend, which often answers while
-    // the worker is switched out: one recv() then saves a poll() and a
-    // sleep.
-    if (pool_->home()->polls_each_wait() && !PQconsumeInput(conn)) {
-      return Broken(response);
+    // blocking worker may read ahead (read_ahead.h).
+    if (pool_->home()->polls_each_wait() && slot_->read_ahead.Wanted()) {
+      if (!PQconsumeInput(conn)) return Broken(response);
+      slot_->read_ahead.Found(!PQisBusy(conn));
     }
   }
   while (!PQisBusy(conn)) {

@@ -21,6 +21,7 @@
 
 #include "daemon/handlers/postgres/pg_pace.h"
 #include "daemon/handlers/postgres/pg_segment.h"
+#include "daemon/handlers/postgres/read_ahead.h"
 #include "daemon/handlers/postgres/statement_cache.h"
 #include "daemon/worker_home.h"
 
@@ -40,6 +41,7 @@ struct PgSlot {
   // A failed prepare was logged (with the SQL) for this connection: later
   // ones on it are only answered, not logged again.
   bool prepare_failure_logged = false;
+  ReadAhead read_ahead;  // a blocking worker's read right after a send
   // In pipeline mode (a watched connection, libpq >= 14): segments on the
   // wire, oldest first; null for one whose exchange went away (its results
   // are read and dropped).
