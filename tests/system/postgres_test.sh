@@ -27,6 +27,7 @@
 #   3. a query longer than the route's timeout gets 504 within it, and
 #      pg_stat_activity shows the query gone (cancelled) within 2 s;
 #   4. a client that closes mid-query gets its query cancelled likewise;
+#   4b. idle connections the server ended are replaced: no request fails;
 #   5. the server stopped under load (fast shutdown): the requests after the
 #      stop get 502 quickly (each within 1 s), nothing else than 200/502, the
 #      daemon stays up; the server started again: served again within 10 s;
@@ -331,6 +332,26 @@ EOF
     fail "not every worker served again within 10 s of the restart"
 }
 
+# Idle connections the server ended (pg_terminate_backend: FATAL 57P01,
+# then EOF) are replaced before a query is sent on them, so no request
+# fails: an async loop watches its idle connections, a blocking worker reads
+# one idle for longer than 10 ms (kCheckIdleAfter; two psql runs take
+# longer) before it is given a query.
+check_ended_idle() {  # BASE
+  twenty_ok "$1/add?n=1&s=x" || fail "not served before ending idle connections"
+  local ended
+  ended=$(sql "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND state = 'idle'
+      AND pid <> pg_backend_pid()")
+  (( ended > 0 )) || fail "no idle connection of gearboxd's to end"
+  wait_for "[[ \$(sql \"SELECT count(*) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()\") == 0 ]]" 5 ||
+    fail "the ended connections did not go"
+  twenty_ok "$1/add?n=1&s=x" ||
+    fail "a request failed on a connection the server ended while idle"
+  say "  $ended idle connections ended by the server: replaced, 20 x 200"
+}
+
 check_async_concurrency() {  # PORT
   local out
   out=$(python3 "$load" burst "$1" "/sleep?s=0.05" 100)
@@ -401,6 +422,7 @@ for model in $MODELS; do
   say "  504 past the timeout, query cancelled ok"
   check_client_close "$base"
   say "  client close cancels the query ok"
+  check_ended_idle "$base"
   if [[ ${model%%-*} == async ]]; then check_async_concurrency "$port"; fi
   if [[ $model == async ]]; then
     check_pipeline "$port" "$log"

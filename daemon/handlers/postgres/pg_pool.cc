@@ -1,5 +1,7 @@
 #include "daemon/handlers/postgres/pg_pool.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -12,6 +14,23 @@ namespace {
 
 constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
 constexpr auto kMaxBackoff = std::chrono::seconds(2);
+
+// An idle connection's socket, looked at without waiting. The server ended
+// it (a shutdown or pg_terminate_backend: FATAL 57P01, then EOF): a recv()
+// would read only the FATAL and leave the connection looking open, so the
+// hang-up is what tells. Anything else it sent (a notice, a parameter
+// status) is read by libpq.
+bool IdleStillOpen(PGconn* conn) {
+  pollfd p{PQsocket(conn), POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) > 0) {
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+      PQconsumeInput(conn);  // its error message, for the log
+      return false;
+    }
+    if ((p.revents & POLLIN) && !PQconsumeInput(conn)) return false;
+  }
+  return PQstatus(conn) == CONNECTION_OK;
+}
 
 }  // namespace
 
@@ -57,7 +76,7 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
     }
   }
   PgSlot* empty = nullptr;
-  if (PgSlot* idle = TakeIdle(&empty)) return {Outcome::kIdle, idle};
+  if (PgSlot* idle = TakeIdle(&empty, now)) return {Outcome::kIdle, idle};
   if (!empty || now < retry_at_) {
     // Every connection is busy (or none may be opened yet): ride on the
     // least loaded pipelined one with room.
@@ -69,16 +88,18 @@ PgPool::Lease PgPool::Acquire(Clock::time_point now) {
   return StartConnect(empty, now);
 }
 
-PgSlot* PgPool::TakeIdle(PgSlot** first_empty) {
+PgSlot* PgPool::TakeIdle(PgSlot** first_empty, Clock::time_point now) {
   for (PgSlot& slot : slots_) {  // O(pool); pool <= 1024, usually 4..16
     if (slot.state == PgSlot::State::kIdle) {
-      // An idle connection the server ended (a shutdown sends FATAL 57P01,
-      // then EOF) reads as broken here, instead of failing the query it
-      // would be given: a watched one was checked when it turned readable
-      // (OnIdleReadable), an unwatched one (a blocking worker) costs one
-      // recv().
-      if ((slot.watched_fd < 0 && !PQconsumeInput(slot.conn)) ||
-          PQstatus(slot.conn) != CONNECTION_OK) {
+      // An idle connection the server ended is dropped here instead of
+      // failing the query it would be given: a watched one was looked at
+      // when it turned readable (OnIdleReadable), an unwatched one (a
+      // blocking worker's) costs a poll() unless it was used just now
+      // (kCheckIdleAfter).
+      const bool check =
+          slot.watched_fd < 0 && now - slot.idle_since >= kCheckIdleAfter;
+      if (check ? !IdleStillOpen(slot.conn)
+                : PQstatus(slot.conn) != CONNECTION_OK) {
         LogInfo("postgres_connection_closed", "route={} error={}",
                 LogQuote(route_), LogQuote(ErrorMessage(slot.conn)));
         slot.state = PgSlot::State::kInUse;
@@ -144,7 +165,9 @@ PgPool::Lease PgPool::StartConnect(PgSlot* slot, Clock::time_point now) {
 
 void PgPool::Release(PgSlot* slot) {
   if (WakeFirst(slot)) return;  // stays kInUse: the waiter's now
-  if (slot->inflight.empty()) slot->state = PgSlot::State::kIdle;
+  if (!slot->inflight.empty()) return;
+  slot->state = PgSlot::State::kIdle;
+  slot->idle_since = Clock::now();
 }
 
 void PgPool::Drop(PgSlot* slot) {

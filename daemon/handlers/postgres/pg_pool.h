@@ -42,6 +42,9 @@ struct PgSlot {
   // ones on it are only answered, not logged again.
   bool prepare_failure_logged = false;
   ReadAhead read_ahead;  // a blocking worker's read right after a send
+  // Since when it is idle: an unwatched one idle longer than
+  // kCheckIdleAfter is read once before it is given a query.
+  std::chrono::steady_clock::time_point idle_since{};
   // In pipeline mode (a watched connection, libpq >= 14): segments on the
   // wire, oldest first; null for one whose exchange went away (its results
   // are read and dropped).
@@ -81,6 +84,15 @@ struct PgSlot {
 // the connection reset, the segments behind it answered 502: their own
 // deadlines would answer them 504 later, and the query may never end.
 inline constexpr std::chrono::milliseconds kStallBound{1000};
+
+// An unwatched idle connection (a blocking worker's) is read once before it
+// is given a query, so that one the server ended (a restart, an idle
+// timeout, pg_terminate_backend) is replaced instead of failing the query.
+// One used this recently is taken as it is: under load that recv() was one
+// more system call on every request. One the server ended within this
+// window of its last use fails its query (502), as one ended between the
+// check and the send always could.
+inline constexpr std::chrono::milliseconds kCheckIdleAfter{10};
 
 // An exchange waiting for a connection (a member of the exchange).
 struct PgWaiter {
@@ -168,7 +180,7 @@ class PgPool {
  private:
   // Acquire's steps. The first idle connection still open (one found closed
   // is dropped), and in *first_empty the first empty slot seen.
-  PgSlot* TakeIdle(PgSlot** first_empty);
+  PgSlot* TakeIdle(PgSlot** first_empty, Clock::time_point now);
   // The pipelined connection with segments on it and room for one more
   // that has the fewest (kRoomiest), or the most among those whose head
   // segment is younger than PgPace::kQuickBelow at now (kBusiest); or null.
