@@ -167,7 +167,8 @@ void PgPool::Release(PgSlot* slot) {
   if (WakeFirst(slot)) return;  // stays kInUse: the waiter's now
   if (!slot->inflight.empty()) return;
   slot->state = PgSlot::State::kIdle;
-  slot->idle_since = Clock::now();
+  // Only an unwatched one is looked at when taken (TakeIdle).
+  if (slot->watched_fd < 0) slot->idle_since = Clock::now();
 }
 
 void PgPool::Drop(PgSlot* slot) {

@@ -42,8 +42,8 @@ struct PgSlot {
   // ones on it are only answered, not logged again.
   bool prepare_failure_logged = false;
   ReadAhead read_ahead;  // a blocking worker's read right after a send
-  // Since when it is idle: an unwatched one idle longer than
-  // kCheckIdleAfter is read once before it is given a query.
+  // Since when an unwatched one is idle: past kCheckIdleAfter it is
+  // poll()ed before it is given a query (unset for a watched one).
   std::chrono::steady_clock::time_point idle_since{};
   // In pipeline mode (a watched connection, libpq >= 14): segments on the
   // wire, oldest first; null for one whose exchange went away (its results
@@ -85,10 +85,10 @@ struct PgSlot {
 // deadlines would answer them 504 later, and the query may never end.
 inline constexpr std::chrono::milliseconds kStallBound{1000};
 
-// An unwatched idle connection (a blocking worker's) is read once before it
+// An unwatched idle connection (a blocking worker's) is poll()ed before it
 // is given a query, so that one the server ended (a restart, an idle
 // timeout, pg_terminate_backend) is replaced instead of failing the query.
-// One used this recently is taken as it is: under load that recv() was one
+// One used this recently is taken as it is: under load that look was one
 // more system call on every request. One the server ended within this
 // window of its last use fails its query (502), as one ended between the
 // check and the send always could.
