@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """instr_cost.py: gearboxd's own instructions per request, counted, not timed.
 
-  tests/bench/instr_cost.py --gearboxd A[,B...] [--model M --size N] [--pool P]
+  tests/bench/instr_cost.py --gearboxd A[,B...] [--model async|threadpool --size N] [--pool P]
                             [--targets hello,pglookup,pgsleep] [--conns C] [--secs S]
 
 Runs each binary under valgrind's callgrind (Debian `valgrind`) against a
@@ -87,13 +87,18 @@ def measure(p, port, index, work, target, a):
     n = wrk(url, a.conns, a.secs)
     before = set(glob.glob(os.path.join(work, f"callgrind.{index}.*")))
     bs.sh(["callgrind_control", "-d"] + pids, timeout=60)
-    return n, dumped_instructions(work, index, before)
+    ir = dumped_instructions(work, index, before)
+    if ir == 0:
+        raise RuntimeError(f"callgrind_control -d wrote no counts for {pids}; see {work}")
+    return n, ir
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gearboxd", default=os.path.join(bs.ROOT, "bazel-bin/daemon/gearboxd"))
-    ap.add_argument("--model", default="threadpool", help="async, threadpool or prefork")
+    # prefork's workers are forked children, which callgrind_control cannot
+    # reach: their counters are neither zeroed nor dumped.
+    ap.add_argument("--model", default="threadpool", choices=("async", "threadpool"))
     ap.add_argument("--size", type=int, default=8, help="loops, threads or workers")
     ap.add_argument("--pool", type=int, default=1, help="connections per worker")
     ap.add_argument("--targets", default="hello,pglookup,pgsleep")
