@@ -13,11 +13,9 @@
 namespace gearbox {
 namespace {
 
-// A query-string value, form-decoded ('+' is a space, %XX a byte; a
-// malformed escape stays as written).
-std::string FormDecode(std::string_view raw) {
-  std::string out;
-  out.reserve(raw.size());
+// Appends a query-string value to out, form-decoded ('+' is a space, %XX a
+// byte; a malformed escape stays as written).
+void FormDecode(std::string_view raw, std::string& out) {
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == '+') {
       out += ' ';
@@ -31,7 +29,6 @@ std::string FormDecode(std::string_view raw) {
       out += raw[i];
     }
   }
-  return out;
 }
 
 // The value of key in query ("" for "key" or "key="), or nullopt when the
@@ -80,21 +77,19 @@ class PostgresHandler final : public Handler {
   }
 
   std::unique_ptr<Exchange> Start(const Request& request) override {
-    std::vector<std::string> values;
-    values.reserve(params_.size());
+    postgres::PgParams values;
     for (const std::string& name : params_) {
       // A capture of the route's pattern wins over a query argument; it is
       // percent-decoded already.
       if (const PathParam* capture = request.FindParam(name)) {
-        values.emplace_back(capture->value);
+        values.Add(capture->value);
         continue;
       }
       std::optional<std::string_view> raw = FindQueryArg(request.query, name);
       if (!raw) return MissingParam(name);
-      values.push_back(FormDecode(*raw));
+      values.AddWith([raw](std::string& out) { FormDecode(*raw, out); });
     }
-    return std::make_unique<postgres::PgExchange>(&pool_, &route_,
-                                                  std::move(values));
+    return postgres::PgExchange::Make(&pool_, &route_, std::move(values));
   }
 
  private:

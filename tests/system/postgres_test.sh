@@ -13,7 +13,8 @@
 #   1. rows and types: int2/int4/int8/float4/float8/numeric are JSON numbers
 #      (NaN/Infinity strings), bool true/false, NULL null, text and dates
 #      strings, escaped (quotes, backslash, control characters, UTF-8);
-#      $1 bound from the query string, form-decoded; or from a path
+#      $1 bound from the query string, form-decoded (a %00 ends a value, as
+#      libpq sends it up to its first NUL); or from a path
 #      capture (/items/{id}: check_captures in postgres_answers.sh);
 #   2. a role that needs a password (scram) is served with it from
 #      PGPASSFILE and from passfile= in the dsn, and refused (502) without;
@@ -240,6 +241,10 @@ EOF
   local out
   out=$(curl -s "$1/add?n=41&s=a+b%26c%3D")
   [[ $out == '[{"n":42,"s":"a b&c="}]' ]] || fail "/add: got $out"
+  # libpq sends a text value up to its first NUL: %00 ends a value there,
+  # and the value after it still binds as its own.
+  out=$(curl -s "$1/add?n=41%00junk&s=a%00b")
+  [[ $out == '[{"n":42,"s":"a"}]' ]] || fail "/add with NULs: got $out"
   check_captures "$1"
 }
 

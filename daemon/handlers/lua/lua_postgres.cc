@@ -109,12 +109,12 @@ int Query(lua_State* L) {
   size_t len;
   const char* sql = luaL_checklstring(L, 2, &len);
   WaitCtx& ctx = WaitingCaller(L, "pool:query");
-  std::vector<std::string> values;
+  postgres::PgParams values;
   for (int i = 3; i <= lua_gettop(L); ++i) {
     size_t vlen;
     const char* v = lua_tolstring(L, i, &vlen);
     if (!v) return luaL_argerror(L, i, "a string or a number");
-    values.emplace_back(v, vlen);
+    values.Add(std::string_view(v, vlen));
   }
   const std::string_view key(sql, len);
   auto it = pool.routes.find(key);
@@ -129,10 +129,10 @@ int Query(lua_State* L) {
     route->check_budget = false;
     it = pool.routes.emplace(std::string(key), std::move(route)).first;
   }
-  it->second->nparams = static_cast<int>(values.size());
+  it->second->nparams = values.count();
   ctx.sub_response.Reset();
-  ctx.sub = std::make_unique<postgres::PgExchange>(&pool.pool, it->second.get(),
-                                                   std::move(values));
+  ctx.sub = postgres::PgExchange::Make(&pool.pool, it->second.get(),
+                                       std::move(values));
   ctx.finish = FinishQuery;
   const Step step = ctx.sub->Resume(Wake{}, ctx.sub_response);
   if (step.done()) {  // answered without a wait (a pool backing off)

@@ -40,9 +40,29 @@ std::string ServerMessage(const PGresult* result, const PGconn* conn) {
 
 }  // namespace
 
-PgExchange::PgExchange(PgPool* pool, PgRoute* route,
-                       std::vector<std::string> values)
-    : pool_(pool), route_(route), values_(std::move(values)) {}
+std::unique_ptr<Exchange> PgExchange::Make(PgPool* pool, PgRoute* route,
+                                           PgParams params) {
+  return std::unique_ptr<Exchange>(
+      new (pool) PgExchange(pool, route, std::move(params)));
+}
+
+void* PgExchange::operator new(size_t size, PgPool* pool) {
+  return pool->exchange_blocks().Take(size);
+}
+
+void PgExchange::operator delete(void* block, PgPool* pool) {
+  pool->exchange_blocks().Give(block, sizeof(PgExchange));
+}
+
+void PgExchange::operator delete(PgExchange* exchange,
+                                 std::destroying_delete_t) {
+  PgPool* pool = exchange->pool_;
+  exchange->~PgExchange();
+  pool->exchange_blocks().Give(exchange, sizeof(PgExchange));
+}
+
+PgExchange::PgExchange(PgPool* pool, PgRoute* route, PgParams params)
+    : pool_(pool), route_(route), params_(std::move(params)) {}
 
 PgExchange::~PgExchange() {
   StopWaiting();
@@ -186,8 +206,8 @@ Step PgExchange::Send(Response& response) {
     sent = PQsendPrepare(conn, statement_.c_str(), route_->query.c_str(),
                          route_->nparams, nullptr);
   } else {
-    const ParamPointers values(values_);
-    sent = PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
+    const ParamPointers values(params_);
+    sent = PQsendQueryPrepared(conn, statement_.c_str(), params_.count(),
                                values.data(), nullptr, nullptr, 0) &&
            PQsetSingleRowMode(conn);
     rows_.Begin(&body_, route_->json);
@@ -207,6 +227,7 @@ Step PgExchange::Pump(const Wake& wake, Response& response) {
   if (wake.ready(0, kFdReadable) && !PQconsumeInput(conn)) {
     return Broken(response);
   }
+  bool ready = false;  // PQisBusy said a result is complete
   if (flushing_) {
     const int left = PQflush(conn);
     if (left < 0) return Broken(response);
@@ -217,10 +238,13 @@ Step PgExchange::Pump(const Wake& wake, Response& response) {
     // blocking worker may read ahead (read_ahead.h).
     if (pool_->home()->polls_each_wait() && slot_->read_ahead.Wanted()) {
       if (!PQconsumeInput(conn)) return Broken(response);
-      slot_->read_ahead.Found(!PQisBusy(conn));
+      ready = !PQisBusy(conn);
+      slot_->read_ahead.Found(ready);
     }
   }
-  while (!PQisBusy(conn)) {
+  // A PQisBusy that just said no is not asked again: each call parses
+  // what is buffered anew.
+  for (; ready || !PQisBusy(conn); ready = false) {
     PGresult* result = PQgetResult(conn);
     if (!result) {
       in_query_ = false;

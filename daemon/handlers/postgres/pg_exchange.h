@@ -15,12 +15,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
-#include <vector>
 
 #include "daemon/handler.h"
 #include "daemon/handlers/postgres/pg_errors.h"
 #include "daemon/handlers/postgres/pg_json.h"
+#include "daemon/handlers/postgres/pg_params.h"
 #include "daemon/handlers/postgres/pg_pool.h"
 
 namespace gearbox::postgres {
@@ -43,33 +45,14 @@ struct PgRoute {
   JsonOptions json;
 };
 
-// $1..$N as libpq takes them: pointers into values, which must outlive this,
-// kept on the stack for up to kInline parameters (no allocation per query).
-class ParamPointers {
- public:
-  explicit ParamPointers(const std::vector<std::string>& values) {
-    const char** out = inline_;
-    if (values.size() > kInline) {
-      heap_.resize(values.size());
-      out = heap_.data();
-    }
-    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i].c_str();
-    data_ = out;
-  }
-  ParamPointers(const ParamPointers&) = delete;
-  ParamPointers& operator=(const ParamPointers&) = delete;
-  const char* const* data() const { return data_; }
-
- private:
-  static constexpr size_t kInline = 16;
-  const char* inline_[kInline];
-  std::vector<const char*> heap_;
-  const char* const* data_ = nullptr;
-};
-
 class PgExchange final : public Exchange, private PgSegment {
  public:
-  PgExchange(PgPool* pool, PgRoute* route, std::vector<std::string> values);
+  // An exchange in one of pool's kept blocks (BlockCache); pool outlives it.
+  static std::unique_ptr<Exchange> Make(PgPool* pool, PgRoute* route,
+                                        PgParams params);
+  // Ending it gives its block back to its pool (a destroying delete: the
+  // pool is read before the exchange is destroyed).
+  static void operator delete(PgExchange* exchange, std::destroying_delete_t);
   // Before the exchange is done (its deadline passed, its client closed):
   // a query on the wire is cancelled and its connection closed.
   ~PgExchange() override;
@@ -135,9 +118,13 @@ class PgExchange final : public Exchange, private PgSegment {
   // results are dropped as they come.
   void Abandon();
 
+  PgExchange(PgPool* pool, PgRoute* route, PgParams params);
+  static void* operator new(size_t size, PgPool* pool);
+  static void operator delete(void* block, PgPool* pool);  // a throwing ctor
+
   PgPool* const pool_;
   PgRoute* const route_;
-  const std::vector<std::string> values_;  // $1..$N
+  const PgParams params_;  // $1..$N
   Phase phase_ = Phase::kAcquire;
   std::string statement_;  // the prepared statement's name on slot_
   PgSlot* slot_ = nullptr;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace gearbox::postgres {
@@ -48,6 +49,18 @@ class RowWriter {
       if (n == sizeof buf) Flush();
       buf[n++] = c;
     }
+    // A run of characters at once.
+    void Append(const char* s, size_t len) {
+      if (len > sizeof buf - n) {
+        Flush();
+        if (len > sizeof buf) {
+          out->append(s, len);
+          return;
+        }
+      }
+      memcpy(buf + n, s, len);
+      n += len;
+    }
     void Flush() {
       out->append(buf, n);
       n = 0;
@@ -59,12 +72,28 @@ class RowWriter {
   // writer's own buffer: no allocation per result.
   using StackAllocator = rapidjson::MemoryPoolAllocator<>;
   static constexpr size_t kLevels = 4;
+  using BaseWriter = rapidjson::Writer<Sink, rapidjson::UTF8<>,
+                                       rapidjson::UTF8<>, StackAllocator>;
+  // rapidjson's writer, with text that needs no escaping (nearly all of it)
+  // and numbers appended as whole runs: rapidjson moves a string through
+  // its escaping one character at a time.
+  class Writer : public BaseWriter {
+   public:
+    using BaseWriter::BaseWriter;
+    // A string (a value or a key), as String() writes it.
+    void Text(const char* text, size_t length);
+    // A value's JSON text as is, as RawValue() writes it.
+    void Raw(const char* json, size_t length, rapidjson::Type type) {
+      Prefix(type);
+      os_->Append(json, length);
+      EndValue(true);
+    }
+  };
 
   Sink sink_;
   alignas(std::max_align_t) char stack_buffer_[128];
   StackAllocator stack_allocator_{stack_buffer_, sizeof stack_buffer_};
-  rapidjson::Writer<Sink, rapidjson::UTF8<>, rapidjson::UTF8<>, StackAllocator>
-      writer_{&stack_allocator_, kLevels};
+  Writer writer_{&stack_allocator_, kLevels};
   JsonOptions options_;
   int64_t rows_ = 0;
 };

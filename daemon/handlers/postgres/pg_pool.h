@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/handlers/postgres/block_cache.h"
 #include "daemon/handlers/postgres/pg_pace.h"
 #include "daemon/handlers/postgres/pg_segment.h"
 #include "daemon/handlers/postgres/read_ahead.h"
@@ -176,6 +177,11 @@ class PgPool {
   int size() const { return static_cast<int>(slots_.size()); }
   // Milliseconds until the next connection attempt may start (0: now).
   int64_t BackoffLeftMs(Clock::time_point now) const;
+  // Where the pool's exchanges live (PgExchange::Make): each worker makes
+  // and ends one per request, and a blocking worker has one at a time, an
+  // async loop a varying few.
+  BlockCache& exchange_blocks() { return exchange_blocks_; }
+  static constexpr size_t kKeptExchanges = 16;
 
  private:
   // Acquire's steps. The first idle connection still open (one found closed
@@ -214,6 +220,7 @@ class PgPool {
   int failures_ = 0;  // consecutive failed connection attempts
   Clock::time_point retry_at_{};
   std::string last_error_;
+  BlockCache exchange_blocks_{kKeptExchanges};
 };
 
 // libpq's message for conn without its trailing newline.

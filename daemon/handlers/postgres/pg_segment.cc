@@ -70,8 +70,8 @@ bool PgExchange::SendStatement(PGconn* conn) {
                               route_->nparams, nullptr);
     commands_.Add(SegmentCommands::Kind::kPrepare);
   }
-  const ParamPointers values(values_);
-  sent = sent && PQsendQueryPrepared(conn, statement_.c_str(), route_->nparams,
+  const ParamPointers values(params_);
+  sent = sent && PQsendQueryPrepared(conn, statement_.c_str(), params_.count(),
                                      values.data(), nullptr, nullptr, 0);
   commands_.Add(SegmentCommands::Kind::kExecute);
   return sent;

@@ -178,17 +178,6 @@ TEST(RowWriterTest, WritesAgainAfterEndAndWideRows) {
   EXPECT_EQ(writer.rows(), 1);
 }
 
-TEST(ParamPointersTest, PointsAtEveryValueFewOrMany) {
-  for (size_t n : {0, 1, 16, 17, 40}) {
-    std::vector<std::string> values;
-    for (size_t i = 0; i < n; ++i) values.push_back("v" + std::to_string(i));
-    const ParamPointers pointers(values);
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(pointers.data()[i], values[i].c_str()) << n << " " << i;
-    }
-  }
-}
-
 TEST(PgPaceTest, SlowUntilAWindowIsIn) {
   PgPace pace;
   for (int i = 0; i + 1 < PgPace::kWindow; ++i) {
