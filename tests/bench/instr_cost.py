@@ -12,7 +12,7 @@ counters are dumped (-d), and the instructions every gearboxd process executed
 in user space are divided by wrk's request count.
 
 Why: on this shared 2-core host a timed A/B moves by 3-9% between two runs of
-one binary, while an instruction count moves by well under 1%. It sees user
+one binary, while an instruction count moves by under 2%. It sees user
 space only: system calls are counted with profile.sh / pg_cost.py (perf stat),
 and time spent in the kernel not at all. Under callgrind threads run one at a
 time and 50-100 times slower, so only the counts mean anything, not req/s.
