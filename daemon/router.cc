@@ -53,7 +53,7 @@ void SetCaptures(const Route& route, const RouteTrie::Match& match,
   uint8_t n = 0;
   for (uint8_t i = 0; i < match.count; ++i) {
     if (route.captures[i].empty()) continue;  // a trailing '/'
-    std::string_view value = match.values[i];
+    std::string_view value = match.values[i].view();
     if (value.find('%') != std::string_view::npos) {
       std::string& buf = request.decoded;
       const size_t at = buf.size();
@@ -150,14 +150,24 @@ const Route& Router::Match(Request& request) const {
   if (request.path == "*") return server_options_;
   // No pattern matches a path without its leading '/' (the codecs send one).
   if (request.path.empty() || request.path[0] != '/') return not_found_;
+  // A route of this method is more specific than one of any method; the
+  // loader refused those that would disagree.
+  const RouteTrie* trie =
+      by_method_.empty() ? nullptr : FindTrie(request.method);
+  const RouteTrie& first = trie ? *trie : any_method_;
+  // Most requests name an exact route as written: the trie consulted first
+  // has it (FindExact: then the path is canonical as it is), and finding it
+  // ends the search, as Find would. No canonicalising, no walk.
+  const uint32_t exact = first.FindExact(request.path);
+  if (exact != RouteTrie::kNone) return routes_[exact];
   const RoutePath path = CanonicalPath(request.path, request.decoded);
   if (!path.ok) return bad_path_;
   RouteTrie::Match match;
-  const RouteTrie* trie = FindTrie(request.method);
-  // A route of this method is more specific than one of any method; the
-  // loader refused those that would disagree.
-  if ((trie && trie->Find(path.path, match)) ||
-      any_method_.Find(path.path, match)) {
+  // An unchanged path was looked up whole in `first` already.
+  const bool unchanged = path.path.data() == request.path.data();
+  if ((unchanged ? first.Walk(path.path, match)
+                 : first.Find(path.path, match)) ||
+      (trie && any_method_.Find(path.path, match))) {
     const Route& route = routes_[match.route];
     SetCaptures(route, match, request);
     return route;

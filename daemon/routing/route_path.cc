@@ -1,5 +1,9 @@
 #include "daemon/routing/route_path.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "config/route_pattern.h"
 
 namespace gearbox {
@@ -26,6 +30,66 @@ bool IsCanonical(std::string_view raw) {
   return true;
 }
 
+uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint32_t Load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The `n` (4 to 8) bytes at `p` as one word, zeros after them: two 4-byte
+// loads, the second's bytes that the first holds shifted out.
+uint64_t LoadShort(const char* p, size_t n) {
+  const uint64_t tail = Load32(p + n - 4);
+  return Load32(p) | (tail >> (8 * (8 - n))) << 32;
+}
+
+// Nonzero when a byte of `word` equals `c`: 0x80 in each such byte, and in
+// a 0x01 byte just above one ((c ^ 1) in the word), which the callers never
+// mistake for a match (see CleanWord).
+uint64_t BytesEqual(uint64_t word, char c) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  const uint64_t x = word ^ (kOnes * static_cast<uint8_t>(c));
+  return (x - kOnes) & ~x & (kOnes << 7);
+}
+
+// Whether `word` holds no '%' and no two adjacent bytes of "./" (the first
+// may be `before`, the byte preceding the word). '.' and '/' differ in the
+// low bit only, so one comparison of the word with that bit set finds both,
+// and no byte of it is then '.', so that mask has no stray bit. The '%' mask
+// is only tested for zero. Zero bytes are neither.
+bool CleanWord(uint64_t word, char before) {
+  const uint64_t dot_or_slash = BytesEqual(word | 0x0101010101010101ull, '/');
+  const uint64_t after = dot_or_slash << 8 | ((before | 1) == '/' ? 0x80 : 0);
+  return (BytesEqual(word, '%') | (after & dot_or_slash)) == 0;
+}
+
+// A quick "canonical" for paths of 4 bytes or more with no '%' and none of
+// "//", "/.", "..", "./": eight bytes at a time. False means IsCanonical
+// decides ("/a..b" or "/.well-known" are canonical too). The words overlap
+// (the last ends at the path's end) and each is given the byte before it, so
+// every adjacent pair of bytes is looked at.
+bool PlainlyCanonical(std::string_view raw) {
+  const char* p = raw.data();
+  const size_t n = raw.size();
+  if (n < 4) return false;
+  uint64_t word = n < 8 ? LoadShort(p, n) : Load64(p);
+  char before = 0;
+  size_t at = 0;
+  while (CleanWord(word, before)) {
+    if (at + 8 >= n) return true;
+    at = std::min(at + 8, n - 8);
+    before = p[at - 1];
+    word = Load64(p + at);
+  }
+  return false;
+}
+
 // "..%2Fetc" decodes to "../etc": a capture must never hold a dot-segment.
 bool HidesDotSegment(std::string_view canonical) {
   if (canonical.find("%2F") == std::string_view::npos) return false;
@@ -38,10 +102,9 @@ bool HidesDotSegment(std::string_view canonical) {
   }
 }
 
-}  // namespace
-
-RoutePath CanonicalPath(std::string_view raw, std::string& scratch) {
-  if (raw.empty() || raw[0] != '/') return {raw, false};
+// The canonical form of `raw` (which PlainlyCanonical turned away),
+// written to `scratch` unless it is `raw` itself.
+RoutePath Rewrite(std::string_view raw, std::string& scratch) {
   if (IsCanonical(raw)) return {raw, true};
   // Canonical is never longer than raw, plus a "/" for an empty result; the
   // rest of the reserve is room for the captures decoded from it.
@@ -76,6 +139,14 @@ RoutePath CanonicalPath(std::string_view raw, std::string& scratch) {
   }
   if (trailing || len == 0) out[len++] = '/';
   return {std::string_view(out, len), true};
+}
+
+}  // namespace
+
+RoutePath CanonicalPath(std::string_view raw, std::string& scratch) {
+  if (raw.empty() || raw[0] != '/') return {raw, false};
+  if (PlainlyCanonical(raw)) return {raw, true};
+  return Rewrite(raw, scratch);
 }
 
 }  // namespace gearbox

@@ -1,15 +1,36 @@
 #include "daemon/routing/route_trie.h"
 
+#include <string>
+
+#include "daemon/routing/route_path.h"
+
 namespace gearbox {
+namespace {
+
+// The path a literal-only pattern matches, if canonicalising leaves it as it
+// is (FindExact's promise), else "".
+std::string ExactPath(const RoutePattern& pattern) {
+  std::string path;
+  for (const PatternSegment& segment : pattern.segments) {
+    if (segment.kind != PatternSegment::Kind::kLiteral) return "";
+    path += '/';
+    path += segment.text;
+  }
+  std::string scratch;
+  const RoutePath canonical = CanonicalPath(path, scratch);
+  return canonical.ok && canonical.path == path ? path : "";
+}
+
+}  // namespace
 
 uint32_t RouteTrie::Child(uint32_t node, const PatternSegment& segment) {
   using Kind = PatternSegment::Kind;
   uint32_t* slot = nullptr;
   if (segment.kind == Kind::kLiteral) {
-    auto it = nodes_[node].literals.find(segment.text);
-    if (it != nodes_[node].literals.end()) return it->second;
+    const uint32_t found = nodes_[node].literals.Find(segment.text);
+    if (found != kNone) return found;
     const uint32_t child = static_cast<uint32_t>(nodes_.size());
-    nodes_[node].literals.emplace(segment.text, child);
+    nodes_[node].literals.Set(segment.text, child);
     nodes_.emplace_back();
     return child;
   }
@@ -31,11 +52,8 @@ void RouteTrie::Add(const RoutePattern& pattern, uint32_t route) {
     node = Child(node, segment);
   }
   nodes_[node].end_route = route;
-}
-
-bool RouteTrie::Find(std::string_view path, Match& out) const {
-  out.count = 0;
-  return FindFrom(0, path, 0, out);
+  const std::string exact = ExactPath(pattern);
+  if (!exact.empty()) exact_.Set(exact, route);
 }
 
 // `pos` is at the '/' before the next segment, or at the end. Recursion
@@ -57,19 +75,19 @@ bool RouteTrie::FindFrom(uint32_t index, std::string_view path, size_t pos,
     size_t end = path.find('/', pos + 1);
     if (end == std::string_view::npos) end = path.size();
     const std::string_view segment = path.substr(pos + 1, end - pos - 1);
-    auto it = node.literals.find(segment);
-    if (it != node.literals.end() && FindFrom(it->second, path, end, out)) {
+    const uint32_t literal = node.literals.Find(segment);
+    if (literal != kNone && FindFrom(literal, path, end, out)) {
       return true;
     }
     if (node.wild != kNone && depth < kMaxCaptures) {
-      out.values[depth] = segment;
+      out.values[depth] = {segment.data(), segment.size()};
       out.count = depth + 1;
       if (FindFrom(node.wild, path, end, out)) return true;
       out.count = depth;
     }
   }
   if (node.multi_route == kNone || depth >= kMaxCaptures) return false;
-  out.values[depth] = path.substr(pos + 1);
+  out.values[depth] = {path.data() + pos + 1, path.size() - pos - 1};
   out.count = depth + 1;
   out.route = node.multi_route;
   return true;

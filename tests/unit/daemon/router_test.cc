@@ -184,6 +184,59 @@ TEST(RouterTest, MethodsAnd405) {
   EXPECT_EQ(Body(router, "/c", "PATCH"), "/c");
 }
 
+// An exact route is found by one lookup of the raw path in the trie of the
+// request's method (or, when no route names that method, of any method):
+// the lookup must change nothing that the walk decides.
+TEST(RouterTest, ExactLookupKeepsPrecedence) {
+  Router router({Named("/a"), Named("/{x}", {"GET"}), Named("/b", {"POST"}),
+                 Named("/b/{$}"), Named("/c/d"), Named("/c/{y}/"),
+                 Named("/e%2Ff"), Named("/g/..%2Fh"), Named("/i j")},
+                ServerInfo{});
+  // A route of the method wins over an exact one of any method.
+  EXPECT_EQ(Body(router, "/a", "GET"), "GET /{x}");
+  EXPECT_EQ(Body(router, "/a", "HEAD"), "GET /{x}");
+  EXPECT_EQ(Body(router, "/a", "PUT"), "/a");
+  EXPECT_EQ(Body(router, "/b", "POST"), "POST /b");
+  EXPECT_EQ(Body(router, "/b", "GET"), "GET /{x}");
+  EXPECT_EQ(Body(router, "/b", "PUT"), "405");
+  EXPECT_EQ(Serve(router, "PUT", "/b").headers, "Allow: GET, HEAD, POST\r\n");
+  EXPECT_EQ(Body(router, "/b/", "PUT"), "/b/{$}");
+  EXPECT_EQ(Body(router, "/c/d", "PUT"), "/c/d");
+  EXPECT_EQ(Body(router, "/c/d/", "PUT"), "/c/{y}/");
+  // Paths that canonicalise to an exact route's still reach it.
+  for (std::string_view path : {"/c//d", "/c/./d", "/c/x/../d", "/c/%64"}) {
+    EXPECT_EQ(Body(router, path, "PUT"), "/c/d") << path;
+  }
+  EXPECT_EQ(Body(router, "/e%2Ff", "PUT"), "/e%2Ff");
+  EXPECT_EQ(Body(router, "/e%2ff", "PUT"), "/e%2Ff");
+  EXPECT_EQ(Body(router, "/e/f", "PUT"), "404");
+  EXPECT_EQ(Body(router, "/i j", "PUT"), "/i j");
+  EXPECT_EQ(Body(router, "/i%20j", "PUT"), "/i j");
+  // A route whose own path canonicalising refuses is never served for it.
+  EXPECT_EQ(Body(router, "/g/..%2Fh", "PUT"), "400");
+}
+
+TEST(RouterTest, AnExactMatchClearsTheLastCaptures) {
+  Router router({Named("/items/{id}"), Named("/hello")}, ServerInfo{});
+  Request request;
+  request.method = "GET";
+  request.SetTarget("/items/7");
+  router.Match(request);
+  ASSERT_EQ(request.Param("id"), "7");
+  request.SetTarget("/hello");
+  router.Match(request);
+  EXPECT_EQ(request.param_count, 0);
+  EXPECT_EQ(request.Param("id"), "");
+}
+
+TEST(RouterTest, AddReplacesAnExactRoute) {
+  Router router({}, ServerInfo{});
+  router.Add("/x", MakeHandler(Named("/first"), ServerInfo{}));
+  router.Add("/x", MakeHandler(Named("/second"), ServerInfo{}));
+  EXPECT_EQ(Body(router, "/x"), "/second");
+  EXPECT_EQ(Body(router, "//x"), "/second");
+}
+
 TEST(RouterTest, OptionsStarIsTheServer) {
   Router router({Named("/")}, ServerInfo{});
   Request request;
