@@ -3,6 +3,8 @@
 // through them.
 #pragma once
 
+#include "daemon/http/char_class.h"
+
 namespace gearbox::http::ascii {
 
 inline bool IsAlpha(unsigned char c) {
@@ -13,10 +15,12 @@ inline bool IsHex(unsigned char c) {
   return IsDigit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 inline bool IsWs(unsigned char c) { return c == ' ' || c == '\t'; }
-inline bool IsVisible(unsigned char c) { return c > 0x20 && c < 0x7f; }
+inline bool IsVisible(unsigned char c) {
+  return chars::Is(static_cast<char>(c), chars::kVisible);
+}
 // A C0 control other than HTAB, or DEL: never in a field value (RFC 9110 5.5).
 inline bool IsControl(unsigned char c) {
-  return (c < 0x20 && c != '\t') || c == 0x7f;
+  return chars::Is(static_cast<char>(c), chars::kControl);
 }
 
 }  // namespace gearbox::http::ascii

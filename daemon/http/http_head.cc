@@ -19,7 +19,7 @@ Verdict HttpRequestParser::CheckHead() {
   bool has_continue = false;
   for (const HeaderSpan& h : header_spans_) {
     std::string_view name = View(h.name);
-    std::string_view value = http::TrimOws(View(h.value));
+    std::string_view value = View(h.value);  // OWS-trimmed (OnLine)
     if (EqualsNoCase(name, "host")) {
       ++hosts;
       host = value;
@@ -118,8 +118,7 @@ void HttpRequestParser::BuildRequest(std::string_view buffer,
   bool host_replaced = false;
   for (const HeaderSpan& h : header_spans_) {
     std::string_view name(head + h.name.offset, h.name.length);
-    std::string_view value =
-        http::TrimOws(std::string_view(head + h.value.offset, h.value.length));
+    std::string_view value(head + h.value.offset, h.value.length);
     if (!authority.empty() && EqualsNoCase(name, "host")) {
       value = authority;  // the received Host MUST be ignored
       host_replaced = true;

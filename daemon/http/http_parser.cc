@@ -13,9 +13,9 @@ const llhttp_settings_t* HttpRequestParser::Settings() {
   static const llhttp_settings_t settings = [] {
     llhttp_settings_t s;
     llhttp_settings_init(&s);
-    s.on_url = &OnUrl;
-    s.on_header_field = &OnHeaderField;
-    s.on_header_value = &OnHeaderValue;
+    // No on_url, on_header_field, on_header_value: the target and the fields
+    // are taken from the checked lines (OnLine), which llhttp tokenizes the
+    // same way; its verdicts do not depend on callbacks.
     s.on_headers_complete = &OnHeadersComplete;
     s.on_message_complete = &OnMessageComplete;
     return s;
@@ -52,7 +52,6 @@ void HttpRequestParser::StartRequest() {
   minor_ = 1;
   url_ = {};
   header_spans_.clear();
-  in_value_ = false;
   message_complete_ = false;
   pending_ = {};
   framing_ = Framing::kNone;
@@ -63,36 +62,6 @@ void HttpRequestParser::StartRequest() {
   body_start_ = 0;
   resumed_ = false;
   if (scratch_) scratch_->pieces.clear();
-}
-
-void HttpRequestParser::Extend(Span& span, uint32_t offset, size_t len) {
-  if (span.length == 0) span.offset = offset;
-  // llhttp hands out a token in pieces only at call boundaries, and every call
-  // continues the same buffer, so pieces are contiguous.
-  span.length = offset + static_cast<uint32_t>(len) - span.offset;
-}
-
-int HttpRequestParser::OnUrl(llhttp_t* p, const char* at, size_t len) {
-  auto* self = static_cast<HttpRequestParser*>(p->data);
-  Extend(self->url_, self->OffsetOf(at), len);
-  return 0;
-}
-
-int HttpRequestParser::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
-  auto* self = static_cast<HttpRequestParser*>(p->data);
-  if (self->in_value_ || self->header_spans_.empty()) {
-    self->header_spans_.emplace_back();
-    self->in_value_ = false;
-  }
-  Extend(self->header_spans_.back().name, self->OffsetOf(at), len);
-  return 0;
-}
-
-int HttpRequestParser::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
-  auto* self = static_cast<HttpRequestParser*>(p->data);
-  self->in_value_ = true;
-  Extend(self->header_spans_.back().value, self->OffsetOf(at), len);
-  return 0;
 }
 
 int HttpRequestParser::OnHeadersComplete(llhttp_t* p) {
@@ -139,12 +108,22 @@ HttpRequestParser::Result HttpRequestParser::Parse(std::string_view buffer,
 
 HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
                                                        bool* done) {
+  Unfed unfed;
+  const Verdict v = ReadHead(buffer, unfed, done);
+  // Whatever ReadHead decided, llhttp first sees the lines checked before:
+  // its verdict on one of them comes first, as it would line by line.
+  if (Verdict fed = Feed(buffer, unfed); !fed.ok()) return Fail(fed);
+  if (!v.ok()) return Fail(v);
+  return Result{};
+}
+
+Verdict HttpRequestParser::ReadHead(std::string_view buffer, Unfed& unfed,
+                                    bool* done) {
   for (;;) {
     LineEvent e = lines_.Next(buffer, limits_.max_header_bytes);
     if (e.kind == LineEvent::kLine) {
-      Verdict v = OnLine(buffer, e, done);
-      if (!v.ok()) return Fail(v);
-      if (*done) return Result{};
+      Verdict v = OnLine(buffer, e, unfed, done);
+      if (!v.ok() || *done) return v;
       continue;
     }
     switch (e.kind) {
@@ -155,26 +134,26 @@ HttpRequestParser::Result HttpRequestParser::ParseHead(std::string_view buffer,
           const size_t from = std::max<size_t>(shape_fed_, e.begin);
           shape_fed_ = static_cast<uint32_t>(e.end);
           if (from < e.end && !shape_.Feed(buffer.substr(from, e.end - from))) {
-            return Fail(http::kMalformed);
+            return http::kMalformed;
           }
         }
-        return Result{};
+        return http::kOk;
       case LineEvent::kOverLimit: {
         std::string_view prefix = buffer.substr(e.begin, e.end - e.begin);
-        return Fail(request_line_done_ ? http::OverlongFieldLine(prefix)
-                                       : http::OverlongRequestLine(prefix));
+        return request_line_done_ ? http::OverlongFieldLine(prefix)
+                                  : http::OverlongRequestLine(prefix);
       }
       default:  // RFC 9112 2.2: a bare CR or LF is invalid, never a line end
-        return Fail(http::kMalformed);
+        return http::kMalformed;
     }
   }
 }
 
-// Each complete line is checked (http_syntax.h), then handed to llhttp: a
+// Each complete line is checked (http_syntax.h), then queued for llhttp: a
 // verdict is always taken on the first bad line, by the first check that
 // fails on it, whatever the reads were.
 Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
-                                  bool* done) {
+                                  Unfed& unfed, bool* done) {
   std::string_view line = buffer.substr(e.begin, e.end - e.begin);
   if (!request_line_done_) {
     if (line.empty()) {
@@ -188,23 +167,28 @@ Verdict HttpRequestParser::OnLine(std::string_view buffer, const LineEvent& e,
     if (Verdict v = http::ParseRequestLine(line, &parsed); !v.ok()) return v;
     form_ = parsed.form;
     minor_ = static_cast<uint8_t>(parsed.minor);
+    url_ = SpanOf(parsed.target);
     request_line_done_ = true;
-    return Feed(buffer, e.begin, e.end, e.end);
+    return Queue(buffer, unfed, e.begin, e.end + 2);
   }
   if (!line.empty()) {
-    if (Verdict v = http::CheckFieldLine(line); !v.ok()) return v;
+    std::string_view name, value;
+    if (Verdict v = http::CheckFieldLine(line, &name, &value); !v.ok()) {
+      return v;
+    }
+    header_spans_.push_back({SpanOf(name), SpanOf(value)});
     // Without the value's trailing OWS, which llhttp 8.1 refuses after a
     // Content-Length ("5\t") although RFC 9110 5.5 strips it from any value.
-    std::string_view name, value;
-    http::SplitFieldLine(line, &name, &value);
     const size_t value_end =
         value.empty()
             ? e.begin + name.size() + 1
             : static_cast<size_t>(value.data() - buffer.data()) + value.size();
-    return Feed(buffer, e.begin, value_end, e.end);
+    if (Verdict v = Queue(buffer, unfed, e.begin, value_end); !v.ok()) return v;
+    return Queue(buffer, unfed, e.end, e.end + 2);
   }
   // The empty line: the head is complete.
-  if (Verdict v = Feed(buffer, e.begin, e.end, e.end); !v.ok()) return v;
+  if (Verdict v = Queue(buffer, unfed, e.begin, e.end + 2); !v.ok()) return v;
+  if (Verdict v = Feed(buffer, unfed); !v.ok()) return v;
   if (!message_complete_) return http::kMalformed;  // llhttp disagrees
   *done = true;
   phase_ = Phase::kBody;
@@ -222,18 +206,26 @@ void HttpRequestParser::StartBody() {
   scratch().decoder.Start(body_start_, l);
 }
 
-Verdict HttpRequestParser::Feed(std::string_view buffer, size_t begin,
-                                size_t end, size_t crlf) {
-  llhttp_errno_t err = HPE_OK;
-  if (end > begin) {
-    err = llhttp_execute(&parser_, buffer.data() + begin, end - begin);
+Verdict HttpRequestParser::Queue(std::string_view buffer, Unfed& unfed,
+                                 size_t begin, size_t end) {
+  if (unfed.end != begin) {  // a gap llhttp must not see: feed what is before
+    if (Verdict v = Feed(buffer, unfed); !v.ok()) return v;
+    unfed.begin = begin;
   }
-  if (err == HPE_OK) err = llhttp_execute(&parser_, buffer.data() + crlf, 2);
+  unfed.end = end;
+  return http::kOk;
+}
+
+Verdict HttpRequestParser::Feed(std::string_view buffer, Unfed& unfed) {
+  if (unfed.end == unfed.begin) return http::kOk;
+  const char* end = buffer.data() + unfed.end;
+  llhttp_errno_t err = llhttp_execute(&parser_, buffer.data() + unfed.begin,
+                                      unfed.end - unfed.begin);
+  unfed = {};
   if (err == HPE_PAUSED && message_complete_) {
-    // Paused at the end of the head; llhttp must have used every byte.
-    if (llhttp_get_error_pos(&parser_) != buffer.data() + crlf + 2) {
-      return http::kMalformed;
-    }
+    // Paused at the end of the head, which only the empty line, always the
+    // last byte fed, can end: llhttp must have used every byte.
+    if (llhttp_get_error_pos(&parser_) != end) return http::kMalformed;
     llhttp_resume(&parser_);
     err = HPE_OK;
   }

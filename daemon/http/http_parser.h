@@ -5,7 +5,9 @@
 // How a request is read (RFC 9112):
 //  1. the head, line by line (LineReader): every line must end in CRLF, and
 //     is checked against the grammar (http_syntax.h) before llhttp sees it;
-//     llhttp then tokenizes it (method, target, fields, Content-Length);
+//     the checks give the target and each field's name and value, llhttp
+//     the method, Content-Length and its own verdicts (the checked lines of
+//     one read reach it in one call where they are contiguous);
 //  2. at the end of the head, the checks that need all of it: Host, the body's
 //     framing (6.1-6.3), Expect; llhttp is told there is no body;
 //  3. the body, framed here: Content-Length bytes, or chunked (ChunkedDecoder).
@@ -88,15 +90,13 @@ class HttpRequestParser {
   };
 
   static const llhttp_settings_t* Settings();
-  static int OnUrl(llhttp_t* p, const char* at, size_t len);
-  static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
-  static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
   static int OnHeadersComplete(llhttp_t* p);
   static int OnMessageComplete(llhttp_t* p);
 
-  static void Extend(Span& span, uint32_t offset, size_t len);
-  uint32_t OffsetOf(const char* at) const {
-    return static_cast<uint32_t>(at - base_);
+  // A view into the current buffer as offsets (they survive its moving).
+  Span SpanOf(std::string_view s) const {
+    return {static_cast<uint32_t>(s.data() - base_),
+            static_cast<uint32_t>(s.size())};
   }
   std::string_view View(const Span& s) const {
     return std::string_view(base_ + s.offset, s.length);
@@ -106,12 +106,23 @@ class HttpRequestParser {
   Result Fail(http::Verdict v);
   Result ParseHead(std::string_view buffer, bool* done);
   Result ParseBody(std::string_view buffer, Request& request);
+  // Checked bytes llhttp has not seen yet, [begin, end) of the buffer: the
+  // lines of one read go to llhttp in as few calls as the gaps it must not
+  // see allow (llhttp is streaming: how its input is split does not change
+  // what it finds).
+  struct Unfed {
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  http::Verdict ReadHead(std::string_view buffer, Unfed& unfed, bool* done);
   http::Verdict OnLine(std::string_view buffer, const http::LineEvent& e,
-                       bool* done);
-  // Hands llhttp one checked line: [begin, end), then the CRLF at `crlf`
-  // (what lies between is OWS it must not see). The verdict of its errors.
-  http::Verdict Feed(std::string_view buffer, size_t begin, size_t end,
-                     size_t crlf);
+                       Unfed& unfed, bool* done);
+  // Adds checked bytes [begin, end) to `unfed`, feeding it first if they do
+  // not continue it (the OWS between a value and its CRLF).
+  http::Verdict Queue(std::string_view buffer, Unfed& unfed, size_t begin,
+                      size_t end);
+  // Hands llhttp the unfed bytes; the verdict of its errors.
+  http::Verdict Feed(std::string_view buffer, Unfed& unfed);
   // The checks that need the whole head (run inside OnHeadersComplete).
   http::Verdict CheckHead();
   http::Verdict CheckFraming(bool http11, bool has_te,
@@ -145,7 +156,8 @@ class HttpRequestParser {
   http::LineReader lines_;
   http::RequestLineShape shape_;  // the request line so far
   uint32_t shape_fed_ = 0;
-  Span url_;
+  Span url_;  // the request-target
+  // Each field line's name and OWS-trimmed value, in order.
   std::vector<HeaderSpan> header_spans_;
   http::Verdict pending_;  // a verdict taken inside an llhttp callback
   uint64_t content_length_ = 0;
@@ -155,7 +167,6 @@ class HttpRequestParser {
   uint8_t minor_ = 1;     // the request line's minor version
   bool started_ = false;  // a request-line byte has arrived
   bool request_line_done_ = false;
-  bool in_value_ = false;
   bool message_complete_ = false;
   bool keep_alive_ = true;
   bool expects_continue_ = false;

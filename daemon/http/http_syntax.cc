@@ -4,15 +4,13 @@
 #include "daemon/http/http_syntax.h"
 
 #include <llhttp.h>
-#include <strings.h>
 
 #include "daemon/http/ascii.h"
+#include "daemon/http/char_class.h"
 
 namespace gearbox::http {
 namespace {
 
-using ascii::IsAlpha;
-using ascii::IsControl;
 using ascii::IsDigit;
 using ascii::IsVisible;
 using ascii::IsWs;
@@ -31,27 +29,7 @@ bool ParseVersion(std::string_view v, int* major, int* minor) {
 }  // namespace
 
 bool IsTchar(unsigned char c) {
-  if (IsAlpha(c) || IsDigit(c)) return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
+  return chars::Is(static_cast<char>(c), chars::kTchar);
 }
 
 int HexDigitValue(char c) {
@@ -75,26 +53,23 @@ std::string_view TrimOws(std::string_view s) {
   return s;
 }
 
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
 Verdict ParseRequestLine(std::string_view line, RequestLine* out) {
   // 1. Structure (what RequestLineShape checks byte by byte): exactly one
   //    SP between the parts (RFC 9112 3 lets a recipient be lenient, and then
   //    about every whitespace: gearbox is not), a token method, a target of
-  //    visible ASCII, "HTTP/" DIGIT "." DIGIT.
-  const size_t sp1 = line.find(' ');
-  if (sp1 == std::string_view::npos) return kMalformed;
-  const size_t sp2 = line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return kMalformed;
+  //    visible ASCII, "HTTP/" DIGIT "." DIGIT. SP is neither a tchar nor
+  //    visible, so each part runs to the first byte outside its class, which
+  //    must be the SP.
+  const size_t n = line.size();
+  size_t sp1 = 0;
+  while (sp1 < n && chars::Is(line[sp1], chars::kTchar)) ++sp1;
+  if (sp1 == 0 || sp1 == n || line[sp1] != ' ') return kMalformed;
+  size_t sp2 = sp1 + 1;
+  while (sp2 < n && chars::Is(line[sp2], chars::kVisible)) ++sp2;
+  if (sp2 == sp1 + 1 || sp2 == n || line[sp2] != ' ') return kMalformed;
   RequestLine r;
   r.method = line.substr(0, sp1);
   r.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (!IsToken(r.method) || r.target.empty()) return kMalformed;
-  for (char c : r.target) {
-    if (!IsVisible(static_cast<unsigned char>(c))) return kMalformed;
-  }
   if (!ParseVersion(line.substr(sp2 + 1), &r.major, &r.minor)) {
     return kMalformed;
   }
@@ -153,15 +128,23 @@ Verdict OverlongRequestLine(std::string_view prefix) {
 }
 
 Verdict CheckFieldLine(std::string_view line) {
-  if (line.empty() || IsWs(line[0])) return kMalformed;
-  const size_t colon = line.find(':');
-  if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
-    return kMalformed;
+  std::string_view name, value;
+  return CheckFieldLine(line, &name, &value);
+}
+
+Verdict CheckFieldLine(std::string_view line, std::string_view* name,
+                       std::string_view* value) {
+  // Neither SP, HTAB nor ':' is a tchar: the name runs to the first byte
+  // outside the class, which must be the first ':' and not the first byte.
+  const size_t n = line.size();
+  size_t colon = 0;
+  while (colon < n && chars::Is(line[colon], chars::kTchar)) ++colon;
+  if (colon == 0 || colon == n || line[colon] != ':') return kMalformed;
+  for (size_t i = colon + 1; i < n; ++i) {
+    if (chars::Is(line[i], chars::kControl)) return kMalformed;
   }
-  for (char ch : line.substr(colon + 1)) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (IsControl(c)) return kMalformed;
-  }
+  *name = line.substr(0, colon);
+  *value = TrimOws(line.substr(colon + 1));
   return kOk;
 }
 
@@ -171,13 +154,6 @@ Verdict OverlongFieldLine(std::string_view prefix) {
                   ? (prefix.empty() || IsToken(prefix) ? kOk : kMalformed)
                   : CheckFieldLine(prefix);
   return v.ok() ? Verdict{431, "header_too_large"} : v;
-}
-
-void SplitFieldLine(std::string_view line, std::string_view* name,
-                    std::string_view* value) {
-  const size_t colon = line.find(':');
-  *name = line.substr(0, colon);
-  *value = TrimOws(line.substr(colon + 1));
 }
 
 }  // namespace gearbox::http

@@ -6,6 +6,7 @@
 // in chunk extensions): every line is checked here before llhttp sees it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -28,7 +29,19 @@ bool IsToken(std::string_view s);
 int HexDigitValue(char c);
 // Strips leading and trailing OWS (SP / HTAB), RFC 9110 5.6.3.
 std::string_view TrimOws(std::string_view s);
-bool EqualsNoCase(std::string_view a, std::string_view b);
+// ASCII case-insensitive equality (inline: every field name is compared so).
+inline bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const unsigned char x = static_cast<unsigned char>(a[i]);
+    const unsigned char y = static_cast<unsigned char>(b[i]);
+    if (x == y) continue;
+    // Equal but for bit 0x20, and letters: 'A'..'Z' against 'a'..'z'.
+    const unsigned char lower = x | 0x20;
+    if (lower != (y | 0x20) || lower < 'a' || lower > 'z') return false;
+  }
+  return true;
+}
 
 // RFC 9112 3.2: which request-target form a target has.
 enum class TargetForm { kOrigin, kAbsolute, kAuthority, kAsterisk };
@@ -81,12 +94,12 @@ Verdict OverlongRequestLine(std::string_view prefix);
 // before the colon (5.1), a value of field-vchar / SP / HTAB only (RFC 9110
 // 5.5: no NUL, CR, LF or other CTL).
 Verdict CheckFieldLine(std::string_view line);
+// The same check; on success, also the line's name and OWS-trimmed value.
+Verdict CheckFieldLine(std::string_view line, std::string_view* name,
+                       std::string_view* value);
 // The status for a field line cut at a size limit: 400 if the prefix is
 // already invalid, else 431 (RFC 6585 5; RFC 9112 5: an "appropriate 4xx").
 Verdict OverlongFieldLine(std::string_view prefix);
-// Splits a checked field line into its name and OWS-trimmed value.
-void SplitFieldLine(std::string_view line, std::string_view* name,
-                    std::string_view* value);
 
 // RFC 9110 7.2 Host = uri-host [ ":" port ]; an empty value is valid.
 bool IsValidHost(std::string_view host);

@@ -7,7 +7,40 @@
 #include <cstdint>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace gearbox::http {
+
+// The offset of the first CR or LF in buf[from, size), or size. Every byte of
+// a head goes through here, so 16 are compared at once where the CPU can;
+// loads stay inside the buffer (the last block is read overlapping).
+inline size_t FindCrOrLf(std::string_view buf, size_t from) {
+  size_t i = from;
+#if defined(__SSE2__)
+  const size_t n = buf.size();
+  if (n >= 16) {
+    const __m128i cr = _mm_set1_epi8('\r');
+    const __m128i lf = _mm_set1_epi8('\n');
+    auto hits = [&](size_t at) {
+      const __m128i v =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf.data() + at));
+      return static_cast<unsigned>(_mm_movemask_epi8(
+          _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))));
+    };
+    for (; i + 16 <= n; i += 16) {
+      if (unsigned m = hits(i); m != 0) return i + __builtin_ctz(m);
+    }
+    if (i >= n) return i;
+    // The last n - i bytes: the final block, less the bytes already seen.
+    const unsigned m = hits(n - 16) >> (16 - (n - i));
+    return m != 0 ? i + __builtin_ctz(m) : n;
+  }
+#endif
+  while (i < buf.size() && buf[i] != '\r' && buf[i] != '\n') ++i;
+  return i;
+}
 
 struct LineEvent {
   enum Kind {
@@ -33,8 +66,7 @@ class LineReader {
   // after it. `limit`: offset of the first byte a line's content may not
   // reach (the CRLF never counts).
   LineEvent Next(std::string_view buf, size_t limit) {
-    size_t i = scan_;
-    while (i < buf.size() && buf[i] != '\r' && buf[i] != '\n') ++i;
+    const size_t i = FindCrOrLf(buf, scan_);
     if (i > scan_ && i > limit) {
       return {LineEvent::kOverLimit, begin_, scan_ > limit ? scan_ : limit};
     }

@@ -1,6 +1,7 @@
 // The request-target (RFC 9112 3.2): its four forms, and the RFC 3986 grammar
 // of its path, query and authority; Host values too (RFC 9110 7.2).
 #include "daemon/http/ascii.h"
+#include "daemon/http/char_class.h"
 #include "daemon/http/http_syntax.h"
 
 namespace gearbox::http {
@@ -11,27 +12,8 @@ using ascii::IsDigit;
 using ascii::IsHex;
 
 // RFC 3986 2.3 unreserved and 2.2 sub-delims.
-bool IsUnreserved(unsigned char c) {
-  return IsAlpha(c) || IsDigit(c) || c == '-' || c == '.' || c == '_' ||
-         c == '~';
-}
-bool IsSubDelim(unsigned char c) {
-  switch (c) {
-    case '!':
-    case '$':
-    case '&':
-    case '\'':
-    case '(':
-    case ')':
-    case '*':
-    case '+':
-    case ',':
-    case ';':
-    case '=':
-      return true;
-    default:
-      return false;
-  }
+bool IsUnreservedOrSubDelim(unsigned char c) {
+  return chars::Is(static_cast<char>(c), chars::kRegName);
 }
 
 // Bytes a path or query may hold (RFC 3986 3.3, 3.4: pchar, "/", "?"), plus
@@ -40,40 +22,21 @@ bool IsSubDelim(unsigned char c) {
 // SHOULD answer 400 to them, not MUST; refusing them would break browser
 // traffic that nginx passes through. Never accepted: CTLs, SP, DEL, 8-bit,
 // '"', '<', '>' and '#' (a fragment is never sent; parsers that disagree on
-// where the path ends are an access-control bypass).
+// where the path ends are an access-control bypass). chars::def::IsPath is
+// the definition.
 bool IsPathByte(unsigned char c) {
-  if (IsUnreserved(c) || IsSubDelim(c)) return true;
-  switch (c) {
-    case ':':
-    case '@':
-    case '/':
-    case '?':
-    case '[':
-    case '\\':
-    case ']':
-    case '^':
-    case '`':
-    case '{':
-    case '|':
-    case '}':
-      return true;
-    default:
-      return false;
-  }
+  return chars::Is(static_cast<char>(c), chars::kPath);
 }
 
 // Path and query bytes with valid pct-encoding ("%" HEXDIG HEXDIG).
 bool IsValidPathAndQuery(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '%') {
-      if (i + 2 >= s.size() || !IsHex(s[i + 1]) || !IsHex(s[i + 2])) {
-        return false;
-      }
-      i += 2;
-    } else if (!IsPathByte(c)) {
+    if (IsPathByte(c)) continue;  // '%' is not one
+    if (c != '%' || i + 2 >= s.size() || !IsHex(s[i + 1]) || !IsHex(s[i + 2])) {
       return false;
     }
+    i += 2;
   }
   return true;
 }
@@ -112,7 +75,7 @@ bool IsIpLiteral(std::string_view s) {
     if (dot + 1 == s.size()) return false;
     for (size_t i = dot + 1; i < s.size(); ++i) {
       const unsigned char c = static_cast<unsigned char>(s[i]);
-      if (!IsUnreserved(c) && !IsSubDelim(c) && c != ':') return false;
+      if (!IsUnreservedOrSubDelim(c) && c != ':') return false;
     }
     return true;
   }
@@ -122,20 +85,22 @@ bool IsIpLiteral(std::string_view s) {
   return s.find(':') != std::string_view::npos;
 }
 
-// RFC 3986 3.2.2 reg-name (IPv4 addresses included).
-bool IsRegName(std::string_view s) {
-  for (size_t i = 0; i < s.size(); ++i) {
+// The length of the longest prefix of `s` that is an RFC 3986 3.2.2 reg-name
+// (IPv4 addresses included): the whole of `s` when it is one.
+size_t RegNameLength(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '%') {
-      if (i + 2 >= s.size() || !IsHex(s[i + 1]) || !IsHex(s[i + 2])) {
-        return false;
-      }
-      i += 2;
-    } else if (!IsUnreserved(c) && !IsSubDelim(c)) {
-      return false;
+    if (IsUnreservedOrSubDelim(c)) {  // '%' is not one
+      ++i;
+    } else if (c == '%' && i + 2 < s.size() && IsHex(s[i + 1]) &&
+               IsHex(s[i + 2])) {
+      i += 3;
+    } else {
+      break;
     }
   }
-  return true;
+  return i;
 }
 
 }  // namespace
@@ -173,9 +138,11 @@ bool IsValidHost(std::string_view host) {
     std::string_view rest = host.substr(close + 1);
     return rest.empty() || (rest[0] == ':' && IsPort(rest.substr(1)));
   }
-  const size_t colon = host.find(':');
-  if (colon == std::string_view::npos) return IsRegName(host);
-  return IsRegName(host.substr(0, colon)) && IsPort(host.substr(colon + 1));
+  // ':' is neither a reg-name byte nor a HEXDIG: the reg-name ends at the
+  // end or at the first ':', or the host is invalid.
+  const size_t reg_name = RegNameLength(host);
+  if (reg_name == host.size()) return true;
+  return host[reg_name] == ':' && IsPort(host.substr(reg_name + 1));
 }
 
 Verdict SplitAbsoluteTarget(std::string_view target, AbsoluteTarget* out) {

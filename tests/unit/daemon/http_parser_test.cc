@@ -249,6 +249,33 @@ TEST(HttpParserTest, RequestViewsAreUsableAndHeadersCaseInsensitive) {
   EXPECT_EQ(req.FindHeader("Hostx"), "");
 }
 
+TEST(HttpParserTest, FieldsAreTakenFromTheCheckedLinesInOrder) {
+  // The names and OWS-trimmed values the line checks found, one per field
+  // line, whatever their values: empty ones and all-OWS ones between others
+  // (their neighbours keep their own names), 8-bit bytes, tabs.
+  const std::string input =
+      "GET /x HTTP/1.1\r\n"
+      "A:\r\n"
+      "B: \t \r\n"
+      "Host:a.example\r\n"
+      "C:\t\xe9t\xe9 x\t\r\n"
+      "Content-Length: 2 \r\n"
+      "\r\nhi";
+  Trace run = PlayAllSplits(input);
+  ASSERT_EQ(run.outcomes.size(), 1u) << run;
+  const Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.status, Status::kComplete);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"A", ""},
+      {"B", ""},
+      {"Host", "a.example"},
+      {"C", "\xe9t\xe9 x"},
+      {"Content-Length", "2"}};
+  EXPECT_EQ(o.headers, want) << o;
+  EXPECT_EQ(o.target, "/x");
+  EXPECT_EQ(o.body, "hi");
+}
+
 TEST(HttpParserTest, QueryStringSplit) {
   const std::string input =
       "GET /wait?ms=25&name=bob&flag&x=&ms=99 HTTP/1.1\r\nHost: a\r\n\r\n";
