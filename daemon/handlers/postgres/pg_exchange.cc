@@ -41,7 +41,7 @@ std::string ServerMessage(const PGresult* result, const PGconn* conn) {
 }  // namespace
 
 std::unique_ptr<Exchange> PgExchange::Make(PgPool* pool, PgRoute* route,
-                                           PgParams params) {
+                                           PgParams&& params) {
   return std::unique_ptr<Exchange>(
       new (pool) PgExchange(pool, route, std::move(params)));
 }
@@ -61,7 +61,7 @@ void PgExchange::operator delete(PgExchange* exchange,
   pool->exchange_blocks().Give(exchange, sizeof(PgExchange));
 }
 
-PgExchange::PgExchange(PgPool* pool, PgRoute* route, PgParams params)
+PgExchange::PgExchange(PgPool* pool, PgRoute* route, PgParams&& params)
     : pool_(pool), route_(route), params_(std::move(params)) {}
 
 PgExchange::~PgExchange() {

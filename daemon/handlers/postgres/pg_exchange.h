@@ -49,7 +49,7 @@ class PgExchange final : public Exchange, private PgSegment {
  public:
   // An exchange in one of pool's kept blocks (BlockCache); pool outlives it.
   static std::unique_ptr<Exchange> Make(PgPool* pool, PgRoute* route,
-                                        PgParams params);
+                                        PgParams&& params);
   // Ending it gives its block back to its pool (a destroying delete: the
   // pool is read before the exchange is destroyed).
   static void operator delete(PgExchange* exchange, std::destroying_delete_t);
@@ -118,7 +118,7 @@ class PgExchange final : public Exchange, private PgSegment {
   // results are dropped as they come.
   void Abandon();
 
-  PgExchange(PgPool* pool, PgRoute* route, PgParams params);
+  PgExchange(PgPool* pool, PgRoute* route, PgParams&& params);
   static void* operator new(size_t size, PgPool* pool);
   static void operator delete(void* block, PgPool* pool);  // a throwing ctor
 

@@ -102,18 +102,21 @@ void RowWriter::Add(const PGresult* result) {
   const ExecStatusType status = PQresultStatus(result);
   if (status != PGRES_TUPLES_OK && status != PGRES_SINGLE_TUPLE) return;
   const int nrows = PQntuples(result);
+  // Single-row mode's closing result has none: nothing to write or flush.
+  if (nrows == 0) return;
   const int ncols = PQnfields(result);
   for (int r = 0; r < nrows; ++r) {
     writer_.StartObject();
     for (int c = 0; c < ncols; ++c) {
       const char* name = PQfname(result, c);
       writer_.Text(name, strlen(name));
-      if (PQgetisnull(result, r, c)) {
+      // libpq gives NULL a length of 0: only an empty value may be one.
+      const auto length = static_cast<size_t>(PQgetlength(result, r, c));
+      if (length == 0 && PQgetisnull(result, r, c)) {
         writer_.Null();
         continue;
       }
       const char* value = PQgetvalue(result, r, c);
-      const auto length = static_cast<size_t>(PQgetlength(result, r, c));
       // A switch on the column's type OID per value: cheaper than keeping
       // the kinds, which would cost an allocation per result set.
       const Kind kind = KindOf(PQftype(result, c));

@@ -182,5 +182,33 @@ TEST(RowWriterTest, LongTextPassesTheSinksBufferWhole) {
   }
 }
 
+TEST(RowWriterTest, EmptyIsNotNullAndAnEmptyResultWritesNothing) {
+  // NULL and '' both have length 0 in libpq: only isnull tells them apart.
+  PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
+  PGresAttDesc attrs[2] = {};
+  attrs[0].name = const_cast<char*>("e");
+  attrs[1].name = const_cast<char*>("n");
+  for (PGresAttDesc& a : attrs) {
+    a.typid = 25;
+    a.typlen = -1;
+    a.atttypmod = -1;
+  }
+  ASSERT_TRUE(PQsetResultAttrs(result, 2, attrs));
+  ASSERT_TRUE(PQsetvalue(result, 0, 0, const_cast<char*>(""), 0));
+  ASSERT_TRUE(PQsetvalue(result, 0, 1, nullptr, -1));
+  std::string out;
+  RowWriter writer;
+  writer.Begin(&out, {});
+  writer.Add(result);
+  PQclear(result);
+  EXPECT_EQ(out, "[{\"e\":\"\",\"n\":null}");
+  PGresult* none = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
+  writer.Add(none);
+  PQclear(none);
+  EXPECT_EQ(out, "[{\"e\":\"\",\"n\":null}");
+  writer.End();
+  EXPECT_EQ(out, "[{\"e\":\"\",\"n\":null}]");
+}
+
 }  // namespace
 }  // namespace gearbox::postgres
