@@ -66,18 +66,21 @@ def steady(port, path, seconds, concurrency, out):
     start = time.monotonic()
     lines = []
     lock = threading.Lock()
+    first_written = []
 
     def client():
         while time.monotonic() - start < seconds:
             t0 = time.monotonic()
             status = get(port, path, 5)
-            if status == 200 and not os.path.exists(out + ".first"):
-                # The first answer served: the caller may stop the database
-                # now. Holds this run's start on the system's monotonic clock.
-                with open(out + ".first.tmp", "w") as f:
-                    f.write("%.6f\n" % start)
-                os.replace(out + ".first.tmp", out + ".first")
             with lock:
+                if status == 200 and not first_written:
+                    # The first answer served: the caller may stop the
+                    # database now. Holds this run's start on the system's
+                    # monotonic clock. Under the lock: one writer.
+                    with open(out + ".first.tmp", "w") as f:
+                        f.write("%.6f\n" % start)
+                    os.replace(out + ".first.tmp", out + ".first")
+                    first_written.append(True)
                 lines.append("%.3f %d %.4f" % (t0 - start, status,
                                                time.monotonic() - t0))
 

@@ -47,6 +47,23 @@ previous_drained() {
   drained=$(journalctl -u gearbox -o cat | sed -n 's/.*event=generation_drained gen=\([0-9]*\)$/\1/p')
   for ((g = 1; g < gen; g++)); do grep -qx "$g" <<<"$drained" || return 1; done
 }
+# The number of the generation serving new connections (see serving_model).
+serving_generation() {
+  curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+    sed -n 's/.*"generation":\([0-9]*\).*/\1/p'
+}
+# reload_gearbox WHAT: systemctl reload, then wait until a newer generation
+# serves. ExecReload= ends once SIGHUP is sent; when systemd reaps it before
+# the daemon's RELOADING=1 arrives, systemctl returns while the old generation
+# still accepts, and the next request reaches the old config.
+reload_gearbox() {
+  local from
+  from=$(serving_generation)
+  [[ -n "$from" ]] || fail "no generation in /status before reload ($1)"
+  systemctl reload gearbox || fail "systemctl reload gearbox ($1)"
+  wait_for "g=\$(serving_generation) && (( \${g:-0} > $from ))" 10 ||
+    fail "no generation after $from serves after reload ($1)"
+}
 wait_previous_drained() {
   local gen
   # Straight to the socket, on a new connection: only the serving generation
@@ -166,7 +183,7 @@ for path in /sleep /echo /burn; do
 done
 say "  /status 200; /sleep /echo /burn 404. Uncommenting the demo routes, systemctl reload"
 sed -i 's/^#\([^ #]\)/\1/' "$conf"
-systemctl reload gearbox || fail "systemctl reload with the demo routes"
+reload_gearbox "the demo routes"
 wait_for "[[ \$(unix_code /echo) == 200 ]]" 10 || fail "the uncommented demo routes are not served after reload"
 for path in /sleep /burn; do
   [[ $(unix_code "$path") == 200 ]] || fail "$path not served after uncommenting the demo routes"
@@ -223,7 +240,7 @@ say "  /status through nginx: from 127.0.0.1 served, from 127.0.0.2 403 (gearbox
 for model in prefork async threadpool; do
   say "model = \"$model\"; systemctl reload gearbox"
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
-  systemctl reload gearbox || fail "systemctl reload gearbox ($model)"
+  reload_gearbox "$model"
   wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "/status does not show $model after reload"
   [[ $(show gearbox.service MainPID) == "$pid" ]] || fail "reload changed the main PID"
   for base in "$http" "$fcgi"; do
@@ -241,7 +258,7 @@ if systemctl reload gearbox 2>/dev/null; then fail "reload accepted a broken con
 [[ $(show gearbox.service ActiveState) == active ]] || fail "a failed reload stopped the service"
 [[ $(status_model "$http") == threadpool ]] || fail "a failed reload changed the running config"
 cp /root/gearbox.toml.good "$conf"
-systemctl reload gearbox || fail "reload after restoring the config"
+reload_gearbox "the config restored"
 say "  refused, still active and serving threadpool"
 
 # --- a module and the postgres handler under the sandbox --------------------------
@@ -278,7 +295,7 @@ params = ["n"]
 EOF
 for model in prefork async threadpool; do
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
-  systemctl reload gearbox || fail "systemctl reload with a module ($model)"
+  reload_gearbox "a module, $model"
   wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "/status does not show $model"
   wait_previous_drained || fail "the generation before $model did not drain"
   for base in "$http" "$fcgi"; do
@@ -293,7 +310,7 @@ for model in prefork async threadpool; do
 done
 say "  /tw, /pg and /lua (JIT on) answer through both sockets under every model (gearbox.service's sandbox)"
 cp /root/gearbox.toml.good "$conf"
-systemctl reload gearbox || fail "reload without the module"
+reload_gearbox "without the module"
 wait_for "[[ \$(status_model $http) == threadpool ]]" 10 || fail "not back to threadpool"
 
 # --- restart and stop under load ---------------------------------------------------
@@ -353,7 +370,7 @@ for model in async prefork threadpool; do
   # The load flows on the generation serving now before the next reload.
   load_flows 100
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
-  systemctl reload gearbox || fail "systemctl reload gearbox ($model) under load"
+  reload_gearbox "$model under load"
 done
 wait "$wrk_pid" || { cat /root/wrk-reload.out; fail "wrk failed"; }
 grep -E 'requests in|Socket errors|Non-2xx' /root/wrk-reload.out | sed 's/^ */  /'
@@ -365,7 +382,7 @@ systemctl status --no-pager gearbox.service | grep -E 'Status:' | sed 's/^ */  /
 
 say "metrics: the journal's GEARBOX_* fields, STATUS= and /status agree"
 sed -i 's/^interval = "[0-9a-z]*"/interval = "1s"/' "$conf"
-systemctl reload gearbox || fail "reload with [metrics] interval = 1s"
+reload_gearbox "[metrics] interval = 1s"
 # The journal's last GEARBOX_REQUESTS, and its GEARBOX_RPS.
 journal_figures() {
   journalctl --no-pager -u gearbox.service -o json -n 200 |
@@ -424,7 +441,7 @@ sed -i 's/^\[server\]$/[server]\nenable_crash_handler = true/' "$conf"
 printf '\n[[route]]\npath = "/crash"\nhandler = "crash"\n' >> "$conf"
 for model in threadpool async; do
   sed -i "s/^model = \"[a-z]*\"/model = \"$model\"/" "$conf"
-  systemctl reload gearbox || fail "reload into $model with the crash route"
+  reload_gearbox "$model with the crash route"
   wait_for "[[ \$(status_model $http) == $model ]]" 10 || fail "not serving $model"
   pid=$(show gearbox.service MainPID)
   restarts=$(show gearbox.service NRestarts)
@@ -454,7 +471,7 @@ for model in threadpool async; do
   say "  restarted by systemd (NRestarts $(show gearbox.service NRestarts), MainPID $pid -> $(show gearbox.service MainPID))"
 done
 cp /root/gearbox.toml.before-crash "$conf"
-systemctl reload gearbox || fail "reload without the crash route"
+reload_gearbox "without the crash route"
 
 check_no_sigsys "the whole run"
 say "systemd-analyze security gearbox.service (the shipped unit plus the kill drop-in)"
