@@ -66,9 +66,10 @@ def steady(port, path, seconds, concurrency, out):
     start = time.monotonic()
     lines = []
     lock = threading.Lock()
-    first_written = []
+    first_written = False
 
     def client():
+        nonlocal first_written
         while time.monotonic() - start < seconds:
             t0 = time.monotonic()
             status = get(port, path, 5)
@@ -80,7 +81,7 @@ def steady(port, path, seconds, concurrency, out):
                     with open(out + ".first.tmp", "w") as f:
                         f.write("%.6f\n" % start)
                     os.replace(out + ".first.tmp", out + ".first")
-                    first_written.append(True)
+                    first_written = True
                 lines.append("%.3f %d %.4f" % (t0 - start, status,
                                                time.monotonic() - t0))
 

@@ -17,9 +17,13 @@ fail() {
 # shellcheck source=tests/support/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 show() { systemctl show -P "$2" "$1"; }
+# /status of the generation serving new connections: straight to the socket,
+# on a new connection (only the serving generation accepts). Through nginx a
+# cached connection may reach a generation still draining after a reload.
+serving_status() { curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status; }
 # A figure of /status (requests, inflight), straight from the socket.
 status_figure() {
-  curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+  serving_status |
     python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
 }
 # load_flows N: waits until gearboxd (the process serving now) has answered N
@@ -32,13 +36,8 @@ load_flows() {
 }
 # The JSON value of "model" in /status.
 status_model() { curl -sS --max-time 5 "$1/status" | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
-# ... of the generation serving new connections: straight to the socket, on a
-# new connection. Through nginx a cached connection may reach a generation
-# still draining after a reload, which answers with its own model.
-serving_model() {
-  curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
-    sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'
-}
+# ... of the generation serving new connections.
+serving_model() { serving_status | sed -n 's/.*"model":"\([a-z]*\)".*/\1/p'; }
 # Every generation before the one serving has drained. Until then (at most
 # [limits] drain_idle_timeout, 1s, for an idle connection) nginx may send a
 # request on a connection it already had open and an old config answers it.
@@ -48,10 +47,7 @@ previous_drained() {
   for ((g = 1; g < gen; g++)); do grep -qx "$g" <<<"$drained" || return 1; done
 }
 # The number of the generation serving new connections (see serving_model).
-serving_generation() {
-  curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
-    sed -n 's/.*"generation":\([0-9]*\).*/\1/p'
-}
+serving_generation() { serving_status | sed -n 's/.*"generation":\([0-9]*\).*/\1/p'; }
 # reload_gearbox WHAT: systemctl reload, then wait until a newer generation
 # serves. ExecReload= ends once SIGHUP is sent; when systemd reaps it before
 # the daemon's RELOADING=1 arrives, systemctl returns while the old generation
@@ -66,11 +62,7 @@ reload_gearbox() {
 }
 wait_previous_drained() {
   local gen
-  # Straight to the socket, on a new connection: only the serving generation
-  # accepts. Through nginx a cached connection may reach one still draining,
-  # which answers with its own (older) number.
-  gen=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
-    sed -n 's/.*"generation":\([0-9]*\).*/\1/p')
+  gen=$(serving_generation)
   [[ -n "$gen" ]] || return 1
   wait_for "previous_drained $gen" 10
 }
@@ -338,7 +330,7 @@ for model in prefork async threadpool prefork threadpool; do
   wrk -t2 -c64 -d1s --timeout 10s "$http/hello" > /root/wrk-burst.out 2>&1 ||
     { cat /root/wrk-burst.out; fail "wrk burst"; }
   grep -Eq 'Socket errors|Non-2xx' /root/wrk-burst.out && { cat /root/wrk-burst.out; fail "burst requests failed"; }
-  open_conns=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
+  open_conns=$(serving_status |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["connections"]["open"])')
   t0=$(date +%s%N)
   systemctl restart gearbox || fail "systemctl restart gearbox (into $model)"
@@ -407,8 +399,7 @@ journal_requests=$(journal_figures)
 # STATUS= is read before /status is asked: the /status request is counted too,
 # and a stats interval that ends between the two would show one more.
 status_text=$(show gearbox.service StatusText)
-status_requests=$(curl -sS --max-time 5 --unix-socket /run/gearbox/http.sock http://localhost/status |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')
+status_requests=$(status_figure requests)
 say "  journal GEARBOX_REQUESTS/GEARBOX_RPS: $journal_requests; /status requests: $status_requests; STATUS=$status_text"
 [[ "${journal_requests%% *}" == "$status_requests" ]] ||
   fail "journal says ${journal_requests%% *} requests, /status says $status_requests"
