@@ -3,6 +3,7 @@
 
   tests/bench/instr_cost.py --gearboxd A[,B...] [--model async|threadpool --size N] [--pool P]
                             [--targets hello,pglookup,pgsleep] [--conns C] [--secs S]
+                            [--cache-sim]
 
 Runs each binary under valgrind's callgrind (Debian `valgrind`) against a
 throwaway PostgreSQL cluster (bench_servers.Postgres), with pg_cost.py's routes
@@ -18,6 +19,12 @@ and time spent in the kernel not at all. Under callgrind threads run one at a
 time and 50-100 times slower, so only the counts mean anything, not req/s.
 The dumps stay in the printed directory for callgrind_annotate. Loopback only;
 every load is bounded in time.
+
+--cache-sim adds callgrind's cache simulation (the host's L1 sizes, one cache
+for all threads, as they run one at a time): L1 and last-level misses per
+request, and KCachegrind's cycle estimate, Ir + 10 x L1 misses + 100 x LL
+misses. Fewer instructions that touch more cold code or memory can cost as
+much: a count of instructions alone overstates such a saving.
 """
 import argparse
 import glob
@@ -51,7 +58,8 @@ def start(binary, index, work, pg_dir, a):
         f.write(config(port, pg_dir, a.pool, a.model, a.size))
     out = os.path.join(work, f"callgrind.{index}.%p")
     logf = open(os.path.join(work, f"g{index}.log"), "w")
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+    sim = ["--cache-sim=yes"] if a.cache_sim else []
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", *sim, f"--callgrind-out-file={out}",
                           binary, "-c", path], stdout=logf, stderr=subprocess.STDOUT)
     bs.STARTED.append(p)
     if not bs.wait_until(lambda: bs.http_get_ok("127.0.0.1", port, "/hello", 5), 120, every=0.5):
@@ -69,14 +77,27 @@ def wrk(url, conns, secs):
     return int(m.group(1))
 
 
-def dumped_instructions(work, index, before):
-    """Ir summed over the dump files the last callgrind_control -d wrote."""
-    total = 0
+def dumped_events(work, index, before):
+    """Each event (Ir, and with --cache-sim I1mr, D1mr, ...) summed over the dump
+    files the last callgrind_control -d wrote."""
+    totals = {}
     for f in set(glob.glob(os.path.join(work, f"callgrind.{index}.*"))) - before:
         with open(f, errors="replace") as fh:
-            m = re.search(r"^summary: (\d+)", fh.read(), re.M)
-        total += int(m.group(1)) if m else 0
-    return total
+            text = fh.read()
+        names = re.search(r"^events: (.+)$", text, re.M)
+        values = re.search(r"^summary: (.+)$", text, re.M)
+        if not names or not values:
+            continue
+        for name, value in zip(names.group(1).split(), values.group(1).split()):
+            totals[name] = totals.get(name, 0) + int(value)
+    return totals
+
+
+def cycle_estimate(ev):
+    """KCachegrind's CEst for cache events: Ir + 10 per L1 miss + 100 per LL miss."""
+    l1 = ev.get("I1mr", 0) + ev.get("D1mr", 0) + ev.get("D1mw", 0)
+    ll = ev.get("ILmr", 0) + ev.get("DLmr", 0) + ev.get("DLmw", 0)
+    return ev.get("Ir", 0) + 10 * l1 + 100 * ll
 
 
 def measure(p, port, index, work, target, a):
@@ -87,10 +108,10 @@ def measure(p, port, index, work, target, a):
     n = wrk(url, a.conns, a.secs)
     before = set(glob.glob(os.path.join(work, f"callgrind.{index}.*")))
     bs.sh(["callgrind_control", "-d"] + pids, timeout=60)
-    ir = dumped_instructions(work, index, before)
-    if ir == 0:
+    ev = dumped_events(work, index, before)
+    if not ev.get("Ir"):
         raise RuntimeError(f"callgrind_control -d wrote no counts for {pids}; see {work}")
-    return n, ir
+    return n, ev
 
 
 def main():
@@ -104,6 +125,8 @@ def main():
     ap.add_argument("--targets", default="hello,pglookup,pgsleep")
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--secs", type=int, default=8)
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also L1/LL misses and the cycle estimate per request")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="gearbox-instr.")
     os.chmod(work, 0o755)  # the postgres user reaches the socket directory
@@ -115,21 +138,36 @@ def main():
             p, port = start(binary, i, work, pg.dir, a)
             try:
                 for target in a.targets.split(","):
-                    n, ir = measure(p, port, i, work, target, a)
-                    rows.append((target, binary, n, ir / n))
-                    print(f"{binary} {target}: {n} requests, {ir / n:,.0f} Ir/request", flush=True)
+                    n, ev = measure(p, port, i, work, target, a)
+                    per = {k: v / n for k, v in ev.items()}
+                    rows.append((target, binary, n, per))
+                    print(f"{binary} {target}: {n} requests, {per['Ir']:,.0f} Ir/request", flush=True)
             finally:
                 bs.stop_proc(p, wait=60)
     finally:
         pg.stop()
-    print(f"\n{a.model}-{a.size}, pool = {a.pool}, c={a.conns}, {a.secs} s under callgrind; "
-          f"dumps in {work}")
-    print("| target | binary | requests | instructions per request | vs first |")
-    print("|---|---|---|---|---|")
+    print(f"\n{a.model}-{a.size}, pool = {a.pool}, c={a.conns}, {a.secs} s under callgrind"
+          f"{' with --cache-sim' if a.cache_sim else ''}; dumps in {work}")
+    report(rows, a.cache_sim)
+
+
+def report(rows, cache_sim):
+    """Per request, and against the first binary's row for the same target."""
+    head = "| target | binary | requests | instructions per request | vs first |"
+    if cache_sim:
+        head += " I1 misses | D1 read misses | D1 write misses | LL misses | cycle estimate | vs first |"
+    print(head)
+    print("|---" * head.count(" | ") + "|---|")
     first = {}
     for target, binary, n, per in sorted(rows, key=lambda r: r[0]):
-        first.setdefault(target, per)
-        print(f"| {target} | {binary} | {n} | {per:,.0f} | {per / first[target]:.3f} |")
+        cest = cycle_estimate(per)
+        base = first.setdefault(target, (per["Ir"], cest))
+        line = f"| {target} | {binary} | {n} | {per['Ir']:,.0f} | {per['Ir'] / base[0]:.3f} |"
+        if cache_sim:
+            ll = per.get("ILmr", 0) + per.get("DLmr", 0) + per.get("DLmw", 0)
+            line += (f" {per.get('I1mr', 0):.0f} | {per.get('D1mr', 0):.0f} | {per.get('D1mw', 0):.0f} |"
+                     f" {ll:.1f} | {cest:,.0f} | {cest / base[1]:.3f} |")
+        print(line)
 
 
 if __name__ == "__main__":
