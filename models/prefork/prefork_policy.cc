@@ -93,6 +93,10 @@ bool PreforkPolicy::Parking() const {
          !(o_.draining && o_.draining->load(std::memory_order_relaxed));
 }
 
+bool PreforkPolicy::HoldsParkable() const {
+  return o_.held && !o_.held->empty() && Parking();
+}
+
 // True when a listener has a connection waiting to be accepted (one poll()).
 bool PreforkPolicy::ListenerPending() const {
   pollfd fds[8];
@@ -158,7 +162,7 @@ ReadWait PreforkPolicy::WaitHead(BlockingConnection& c,
 }
 
 void PreforkPolicy::WillWait() {
-  if (o_.held && !o_.held->empty() && Parking()) o_.held->ParkAll();
+  if (HoldsParkable()) o_.held->ParkAll();
 }
 
 // While a client waits (a listener has one queued, or the guard's hand-back
@@ -166,9 +170,8 @@ void PreforkPolicy::WillWait() {
 // at once: its queue serves them and the waiting ones in turn. Otherwise a
 // child's held connections wait out a short wait here.
 std::chrono::microseconds PreforkPolicy::WillWaitAfter() const {
-  const bool holds = o_.held && !o_.held->empty() && Parking();
-  return holds && !ListenerPending() ? kParkHeldAfter
-                                     : std::chrono::microseconds(0);
+  return HoldsParkable() && !ListenerPending() ? kParkHeldAfter
+                                               : std::chrono::microseconds(0);
 }
 
 // Holds the connection, but gives a keep-alive one up when another client

@@ -81,6 +81,8 @@ class PreforkPolicy final : public BlockingPolicy {
   bool ListenerPending() const;
   bool FreeSibling() const;
   bool Parking() const;
+  // It holds idle connections the guard can take (Parking()).
+  bool HoldsParkable() const;
 
   Options o_;
   bool gave_way_to_handback_ = false;
