@@ -225,6 +225,10 @@ class Supervisor {
     // The old generation stops accepting before READY=1: a client that connects
     // after the reload has finished is served by the new one.
     old->model->StopAccepting();
+    // From here a new client reaches the new generation; the old one finishes
+    // what it holds (then event=generation_drained).
+    LogInfo("generation_draining", "gen={} next={}", old->number,
+            current_->number);
     const Deadline deadline =
         Clock::now() + old->config.server.graceful_timeout;
     BeginDrain(std::move(old), deadline);

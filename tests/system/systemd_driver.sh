@@ -59,6 +59,18 @@ reload_gearbox() {
   systemctl reload gearbox || fail "systemctl reload gearbox ($1)"
   wait_for "g=\$(serving_generation) && (( \${g:-0} > $from ))" 10 ||
     fail "no generation after $from serves after reload ($1)"
+  # The new one can answer before the old one is told to stop accepting:
+  # wait for that too (the daemon logs it just before READY=1).
+  wait_for "told_to_stop $from" 10 ||
+    fail "generation $from was not told to stop accepting ($1)"
+}
+# Generation $1 of the running service was told to stop accepting (numbers
+# start again at 1 after a restart: this invocation's journal only).
+told_to_stop() {
+  local id
+  id=$(systemctl show -p InvocationID --value gearbox)
+  journalctl -u gearbox -o cat _SYSTEMD_INVOCATION_ID="$id" |
+    grep "event=generation_draining gen=$1 " >/dev/null
 }
 wait_previous_drained() {
   local gen

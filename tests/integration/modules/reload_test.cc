@@ -71,9 +71,12 @@ TEST_F(ModuleTest, ReloadPicksUpARebuiltModule) {
   ASSERT_NO_FATAL_FAILURE(
       Overwrite(installed, Slurp(Runfile("tests/modules/libversion2.so"))));
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
-  ASSERT_NE(LogOffset(*daemon_, "event=generation_started gen=2"),
+  // The reload is done once the old generation was told to stop accepting
+  // (after generation 2 started, and before READY=1): from then on new
+  // clients reach generation 2 only. generation_started alone is too early:
+  // both generations accept until then.
+  ASSERT_NE(LogOffset(*daemon_, "event=generation_draining gen=1 next=2"),
             std::string::npos);
-  // The old generation stops accepting right after the new one starts.
   std::string body;
   const auto until = Clock::now() + Millis(5000);
   do {
