@@ -7,7 +7,7 @@ tests/fuzz/corpus/http/conf_<id>: the bytes of each case of cases.toml.
 tests/fuzz/corpus/fastcgi/conf_<name>: one FastCGI request (BEGIN_REQUEST with
 FCGI_KEEP_CONN, PARAMS, STDIN) for each HTTP question that PARAMS can raise
 (the cases of HttpQuestionsThroughParamsGetHttpAnswers in
-tests/unit/fastcgi/fastcgi_codec_test.cc).
+tests/unit/fastcgi/fastcgi_http_questions_test.cc).
 
 Run it after adding cases and commit the files; stale conf_* seeds of removed
 cases are deleted.
