@@ -8,25 +8,13 @@
 
 #include "config/loader.h"
 #include "daemon/handlers/handlers.h"
-#include "models/model.h"
+#include "tests/unit/config/builtin_vocabulary.h"
 
 namespace gearbox {
 namespace {
 
-const ConfigVocabulary kVocabulary{ModelSchemas(), HandlerSchemas()};
-
-// The built-in handlers' names as an unknown handler's message suggests them
-// (fault-test-only ones are not), from the handler table, so a new handler
-// changes no test.
-std::string BuiltInNames() {
-  std::string names;
-  for (const HandlerSchema& schema : HandlerSchemas()) {
-    if (schema.fault_test_only) continue;
-    if (!names.empty()) names += ", ";
-    names += schema.name;
-  }
-  return names;
-}
+using testing::BuiltInNames;
+using testing::kVocabulary;
 
 ConfigResult Load(std::string_view toml,
                   std::string_view source = "/etc/gearbox/g.toml") {

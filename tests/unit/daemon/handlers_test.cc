@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "daemon/request.h"
 #include "daemon/response.h"
 #include "daemon/router.h"
+#include "tests/support/read_file.h"
 
 namespace gearbox {
 namespace {
@@ -159,13 +158,7 @@ TEST(HandlerTableTest, SchemasAreWellFormed) {
   }
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot open " << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
 
 // config/gearbox.toml documents every handler a config may use and each of
 // its parameters with the line DescribeParam derives from the table (and -p
