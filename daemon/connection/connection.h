@@ -70,6 +70,8 @@ struct Interest {
   CloseReason reason = CloseReason::kServer;
 };
 
+class PendingSpares;
+
 // What a worker gives its connections: how to serve, and where to count.
 struct ConnectionEnv {
   RequestCycle cycle;  // router, stats slot, request log, worker index
@@ -79,6 +81,9 @@ struct ConnectionEnv {
   // allocation. A waiting exchange moves its response out of it.
   Request* request = nullptr;
   Response* response = nullptr;
+  // Blocks for requests whose handler waits (pending_spares.h); null: each
+  // wait allocates its own.
+  PendingSpares* spares = nullptr;
   // [server] trusted_proxies, for Request::Client(); empty: trust no peer.
   std::span<const IpNet> trusted;
   // The generation's listeners, for the name of a connection's (null: none).
@@ -200,6 +205,7 @@ class Connection {
 
  private:
   struct Pending;  // a request whose handler waits
+  friend class PendingSpares;
 
   bool Draining() const {
     return env_->draining && env_->draining->load(std::memory_order_relaxed);
@@ -215,6 +221,8 @@ class Connection {
                     const RequestTiming& timing, Clock::time_point now,
                     const gearbox::Step& step);
   void Wait(const gearbox::Step& step, Clock::time_point now);
+  // A waiting request's block, done: to the worker's spares, or freed.
+  void ReleasePending(std::unique_ptr<Pending> done);
   void ResumeExchange(const Wake& wake, Clock::time_point now);
   void HandlerDeadline(Clock::time_point now);
   void TimeOutExchange(Clock::time_point now);

@@ -7,6 +7,7 @@
 #include "daemon/connection/connection.h"
 #include "daemon/connection/connection_pending.h"
 #include "daemon/connection/cut_off.h"
+#include "daemon/connection/pending_spares.h"
 
 namespace gearbox {
 
@@ -14,7 +15,8 @@ void Connection::ParkExchange(std::unique_ptr<Exchange> exchange,
                               const RequestTiming& timing,
                               Clock::time_point now, const Step& step) {
   const Request& request = *env_->request;
-  auto p = std::make_unique<Pending>();
+  std::unique_ptr<Pending> p =
+      env_->spares ? env_->spares->Take() : std::make_unique<Pending>();
   p->exchange = std::move(exchange);
   std::swap(p->response, *env_->response);
   p->request.version_major = request.version_major;
@@ -55,6 +57,13 @@ void Connection::TimeOutExchange(Clock::time_point now) {
   phase_ = Phase::kIdle;  // Finish() may close instead
   Finish(done->request, done->response, done->timing, done->announce_close);
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
+  ReleasePending(std::move(done));
+}
+
+// Where `done` would have been destroyed: its exchange ends after the
+// response is framed, as before.
+void Connection::ReleasePending(std::unique_ptr<Pending> done) {
+  if (env_->spares) env_->spares->Give(std::move(done));
 }
 
 void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
@@ -69,6 +78,7 @@ void Connection::ResumeExchange(const Wake& wake, Clock::time_point now) {
   phase_ = Phase::kIdle;  // Finish() may close instead
   Finish(done->request, done->response, done->timing, done->announce_close);
   if (phase_ == Phase::kIdle) SetDeadline(now + env_->limits->idle_timeout);
+  ReleasePending(std::move(done));
 }
 
 void Connection::HandlerFdsReady(std::span<const uint8_t> ready,
@@ -99,6 +109,7 @@ void Connection::CutShort() {
   done->response.close = true;
   phase_ = Phase::kIdle;
   Finish(done->request, done->response, done->timing, true);
+  ReleasePending(std::move(done));
 }
 
 // The wait's deadline passed: the handler is woken (timer, or an fd wait's

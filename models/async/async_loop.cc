@@ -129,6 +129,7 @@ AsyncLoop::AsyncLoop(AsyncShared& shared, WorkerStats& stats, int index)
   env_.draining = &shared_.draining;
   env_.request = &request_;
   env_.response = &response_;
+  env_.spares = &spares_;
 }
 
 AsyncLoop::~AsyncLoop() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/connection/pending_spares.h"
 #include "daemon/listeners.h"
 #include "daemon/metrics/worker_stats.h"
 #include "daemon/router.h"
@@ -126,6 +127,7 @@ class AsyncLoop {
   std::string started_path_;  // of the last request a callback started
   Request request_;
   Response response_;
+  PendingSpares spares_;
   ConnectionEnv env_;
 
   AsyncConnection* head_ = nullptr;  // all connections of this loop

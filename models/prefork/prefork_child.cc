@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "daemon/connection/pending_spares.h"
 #include "daemon/logging.h"
 #include "models/accept_util.h"
 #include "models/blocking_connection.h"
@@ -96,6 +97,7 @@ class ChildLoop {
   RealSleeper sleeper_;
   Request request_;
   Response response_;
+  PendingSpares spares_;
   BlockingContext bc_;
   std::unique_ptr<Router> router_;  // this child's handlers, made after fork
   std::unique_ptr<PreforkPolicy> policy_;      // parks slow heads
@@ -171,6 +173,7 @@ void ChildLoop::FillBlockingContext() {
   bc_.env.draining = &g_draining;
   bc_.env.request = &request_;
   bc_.env.response = &response_;
+  bc_.env.spares = &spares_;
   bc_.sleeper = &sleeper_;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon/clock.h"
+#include "daemon/connection/pending_spares.h"
 #include "daemon/logging.h"
 #include "models/pool_scaler.h"
 #include "models/stuck_request.h"
@@ -259,6 +260,7 @@ class ThreadPoolModel final : public Model {
     stats.tid.store(static_cast<int32_t>(gettid()));
     Request request;
     Response response;
+    PendingSpares spares;
     BlockingContext bc;
     // This thread's own handlers (modules' worker_init runs here).
     const std::unique_ptr<Router> router =
@@ -271,6 +273,7 @@ class ThreadPoolModel final : public Model {
     bc.env.draining = &draining_;
     bc.env.request = &request;
     bc.env.response = &response;
+    bc.env.spares = &spares;
     bc.sleeper = &w.sleeper;
     ParkWhenIdle policy(*queue_, index);
     // A pool that may shrink gives up a thread idle this long.
