@@ -9,8 +9,9 @@
 
 namespace gearbox {
 
-// A request whose handler waits. Heap-allocated only then, so idle
-// connections stay small. The Request copy keeps only what the codec needs to
+// A request whose handler waits. Held only then, so idle connections stay
+// small; the block comes from the worker's spares when it has them
+// (pending_spares.h). The Request copy keeps only what the codec needs to
 // frame the response (version, keep-alive, HEAD) and, when the request log is
 // on, method and path.
 struct Connection::Pending {
