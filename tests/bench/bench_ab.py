@@ -29,7 +29,7 @@ from bench import CONFIG_BY_LABEL, CONFIGS, PG_WORKLOADS, WORKLOADS, Bench  # no
 from bench_servers import (HERE, PATHS, T0, Fronted, Gearbox, Postgres, build_timerwait, log, sh,  # noqa: E402
                            stop_all)
 
-# A model name means the model at bench.py's 2-core size (CONFIGS explains them).
+# A model name means the model at bench_plan.py's 2-core size (CONFIGS explains them).
 MODEL_SIZE = {"async": "async-2", "threadpool": "threadpool-64", "prefork": "prefork-8"}
 NOISY_CORES = bench_report.NOISY_CORES
 

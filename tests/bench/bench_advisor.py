@@ -12,13 +12,13 @@ window lies inside the run. The mixed workload is also swept like the others
 The best model of a workload is the one with the highest throughput in this
 run's direct sweep (any size, any concurrency) whose p99 is within 3x its p50,
 with no refused, timed-out or non-2xx request (the full run's hello points are
-medians of 3 rounds: bench.py wrk_rounds). On hello a p99 no longer than nginx
+medians of 3 rounds: bench_runner.py wrk_rounds). On hello a p99 no longer than nginx
 `return 200`'s own at the same concurrency in the same run (the reference sweep,
 medians of as many rounds) also counts: with a p50 of 0.1-0.4 ms, the ~1-2 ms
 that scheduling on a 2-core host adds to every server's p99 breaks 3x for
 nginx itself (3.2-24x at c=64 in the runs of 2026-12-03), so the rule there
 measures the host, not the model's fairness. That view is reported, not asserted;
-what the full run adds for the asserted rule is hello at c=512 (bench.py plan),
+what the full run adds for the asserted rule is hello at c=512 (bench_plan.py plan),
 where the p50 is several ms and the tail is the server's. Where it leads the next model by
 more than 20%, every pick must name it; where it leads by less, any model within
 20% of it counts. Every pick of a workload must also be the same (the pick must

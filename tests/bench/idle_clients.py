@@ -10,7 +10,7 @@ header_timeout; "answered" then counts connections whose head was started). At m
 (connecting or waiting for their response) at once, so the server's listen
 backlog never overflows (an overflow costs a 1 s SYN retransmit per connection).
 
-Protocol on stdout/stdin (used by bench.py):
+Protocol on stdout/stdin (used by bench_runner.py):
   prints   "ready opened=N answered=A closed=C failed=F secs=T"  once all are set up
   reads    "check\n"  -> prints "open=K closed=C" (connections the peer has not closed)
   EOF on stdin (or SIGTERM) -> closes everything and exits 0.

@@ -5,7 +5,7 @@ in binary, model, pool or pipeline depth, in alternating rounds of one run.
   tests/bench/pg_nginx.py --side LABEL=BINARY:CONFIG:POOL[:PIPELINE] ...
                           [--rounds N] [--secs S] [--cells WORKLOAD@C,...]
 
-CONFIG is a bench.py CONFIGS label (async-2, threadpool-64, prefork-8, ...);
+CONFIG is a bench_plan.py CONFIGS label (async-2, threadpool-64, prefork-8, ...);
 PIPELINE sets the routes' `pipeline` key (omitted: the binary's default, or
 none for a binary that predates it). A throwaway cluster (bench_servers.
 Postgres) serves /pgsleep (SELECT pg_sleep(0.001)) and /pglookup (an indexed
