@@ -1,6 +1,7 @@
 """bench_ab_report.py: bench_ab.py's figures and ab.md: per cell, each side's medians
 over its rounds and the NEW/OLD ratios; the table, the summary line, the noisy-host
 warning and the markdown page. Standard library only."""
+import random
 import statistics
 
 import bench_report
@@ -31,6 +32,32 @@ def _ratio(b, a):
     return b / a if a and b is not None else None
 
 
+# The interval the ratio of medians would fall in were the cell measured again on
+# this host: rounds resampled with replacement, A and B of one round kept together
+# (the host's speed moves both). 90%, seeded by the cell's name so a rerender
+# prints the same figures.
+CI_LEVEL = 0.90
+CI_RESAMPLES = 2000
+
+
+def ratio_interval(a_runs, b_runs, seed):
+    by_round = {}
+    for side, rs in (("a", a_runs), ("b", b_runs)):
+        for r in rs:
+            by_round.setdefault(r.get("round"), {})[side] = r["rps"]
+    pairs = [(v["a"], v["b"]) for v in by_round.values() if "a" in v and "b" in v and v["a"]]
+    if len(pairs) < 3:
+        return None
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(CI_RESAMPLES):
+        sample = [rng.choice(pairs) for _ in pairs]
+        ratios.append(statistics.median(b for _, b in sample) / statistics.median(a for a, _ in sample))
+    ratios.sort()
+    tail = (1 - CI_LEVEL) / 2
+    return ratios[int(tail * CI_RESAMPLES)], ratios[int((1 - tail) * CI_RESAMPLES) - 1]
+
+
 def cells(runs, pl):
     out = []
     for label in pl["models"]:
@@ -39,10 +66,12 @@ def cells(runs, pl):
                 for c in pl["conns"]:
                     sel = [r for r in runs if r["server"] == label and r["workload"] == w
                            and r["ab_path"] == p and r["conc"] == c]
-                    a = _side_figures([r for r in sel if r["side"] == "a"])
-                    b = _side_figures([r for r in sel if r["side"] == "b"])
+                    a_runs = [r for r in sel if r["side"] == "a"]
+                    b_runs = [r for r in sel if r["side"] == "b"]
+                    a, b = _side_figures(a_runs), _side_figures(b_runs)
                     out.append({"model": label, "workload": w, "path": p, "conc": c, "a": a, "b": b,
                                 "ratio": _ratio(b["rps_median"], a["rps_median"]),
+                                "ratio_ci": ratio_interval(a_runs, b_runs, f"{label} {w} {p} {c}"),
                                 "cpu_ratio": _ratio(b["cpu_us_per_req"], a["cpu_us_per_req"]),
                                 "p99_ratio": _ratio(b["p99_ms"], a["p99_ms"])})
     return out
@@ -55,19 +84,24 @@ def _f(v, digits=0, unit=""):
 def table(cs, names, min_ratio):
     """The markdown table, one row per cell."""
     a, b = names
-    L = [f"| workload | model | path | c | {a} req/s | {b} req/s | **{b}/{a}** | spread {a} / {b} "
-         f"| gearboxd µs/req {a} → {b} (ratio) | p99 ms {a} → {b} | errors {a}/{b} | noisy runs |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    L = [f"| workload | model | path | c | {a} req/s | {b} req/s | **{b}/{a}** | 90% interval "
+         f"| spread {a} / {b} | gearboxd µs/req {a} → {b} (ratio) | p99 ms {a} → {b} | errors {a}/{b} "
+         "| noisy runs |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cs:
         mark = " ✗" if c["ratio"] is not None and c["ratio"] < min_ratio else ""
         L.append(f"| {c['workload']} | {c['model']} | {c['path']} | {c['conc']} | {_f(c['a']['rps_median'])} "
-                 f"| {_f(c['b']['rps_median'])} | **{_f(c['ratio'], 3)}**{mark} "
+                 f"| {_f(c['b']['rps_median'])} | **{_f(c['ratio'], 3)}**{mark} | {_interval(c.get('ratio_ci'))} "
                  f"| {_f(_pct(c['a']['spread']), 1, '%')} / {_f(_pct(c['b']['spread']), 1, '%')} "
                  f"| {_f(c['a']['cpu_us_per_req'], 1)} → {_f(c['b']['cpu_us_per_req'], 1)} "
                  f"({_f(c['cpu_ratio'], 3)}) | {_f(c['a']['p99_ms'], 2)} → {_f(c['b']['p99_ms'], 2)} "
                  f"| {c['a']['errors']}/{c['b']['errors']} "
                  f"| {c['a']['noisy_runs'] + c['b']['noisy_runs']}/{c['a']['runs'] + c['b']['runs']} |")
     return L
+
+
+def _interval(ci):
+    return "–" if not ci else f"{ci[0]:.3f}–{ci[1]:.3f}"
 
 
 def _pct(v):
@@ -87,6 +121,9 @@ def summary(cs, names, min_ratio):
     if low:
         text += f"{len(low)} below {min_ratio}: " + ", ".join(
             f"{c['workload']} {c['model']} {c['path']} c={c['conc']} ({c['ratio']:.3f})" for c in low)
+        clear = [c for c in low if c.get("ratio_ci") and c["ratio_ci"][1] < min_ratio]
+        text += (f", {len(clear)} of them with the whole 90% interval below {min_ratio}"
+                 + "".join(f" ({c['workload']} {c['model']} {c['path']} c={c['conc']})" for c in clear))
     else:
         text += f"none below {min_ratio}"
     cpu = [c["cpu_ratio"] for c in cs if c["cpu_ratio"] is not None]
@@ -117,7 +154,9 @@ def markdown(meta, pl, cs, checks):
          f"{pl['duration']} s with `wrk -t1 --latency --timeout 2s` on A, then on B, so every cell sees "
          f"{' '.join(['A B'] * pl['rounds'])} with the two runs of a pair seconds apart. Per cell: the "
          "median of each side's rounds; "
-         f"**{b}/{a}** is the ratio of the medians of req/s. *spread* = (max − min) / median of a side's "
+         f"**{b}/{a}** is the ratio of the medians of req/s; its *90% interval* is where that ratio falls "
+         f"in 90% of {CI_RESAMPLES} resamples of the rounds (both runs of a round kept together), what a "
+         "run like this one could read on this host. *spread* = (max − min) / median of a side's "
          "rounds. CPU is gearboxd's (master and children, all threads) per request.\n"]
     if sa["sha256"] == sb["sha256"] and sa["extra"] == sb["extra"]:
         L.append("**Both sides run the same binary with the same config: the ratios are this machine's "
