@@ -121,9 +121,11 @@ def summary(cs, names, min_ratio):
     if low:
         text += f"{len(low)} below {min_ratio}: " + ", ".join(
             f"{c['workload']} {c['model']} {c['path']} c={c['conc']} ({c['ratio']:.3f})" for c in low)
-        clear = [c for c in low if c.get("ratio_ci") and c["ratio_ci"][1] < min_ratio]
-        text += (f", {len(clear)} of them with the whole 90% interval below {min_ratio}"
-                 + "".join(f" ({c['workload']} {c['model']} {c['path']} c={c['conc']})" for c in clear))
+        if any(c.get("ratio_ci") for c in low):  # none with one or two rounds
+            clear = [c for c in low if c.get("ratio_ci") and c["ratio_ci"][1] < min_ratio]
+            text += (f", {len(clear)} of them with the whole 90% interval below {min_ratio}"
+                     + "".join(f" ({c['workload']} {c['model']} {c['path']} c={c['conc']})"
+                               for c in clear))
     else:
         text += f"none below {min_ratio}"
     cpu = [c["cpu_ratio"] for c in cs if c["cpu_ratio"] is not None]
