@@ -11,12 +11,22 @@ namespace gearbox {
 
 class Buffer {
  public:
+  static constexpr size_t kMinCapacity = 4096;
+
+  // Storage handed from one buffer to another (a worker's spares between
+  // connections: read_blocks.h). From malloc/realloc; freed with free().
+  struct Block {
+    char* data = nullptr;
+    size_t capacity = 0;
+  };
+
   Buffer() = default;
   ~Buffer() { free(data_); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   std::string_view view() const { return {data_ + head_, tail_ - head_}; }
+  size_t capacity() const { return capacity_; }
   size_t size() const { return tail_ - head_; }
   bool empty() const { return head_ == tail_; }
 
@@ -56,16 +66,26 @@ class Buffer {
   }
   // Gives the memory back (idle keep-alive connections should cost little).
   void Release() {
-    if (head_ == tail_) {
-      free(data_);
-      data_ = nullptr;
-      head_ = tail_ = capacity_ = 0;
-    }
+    if (head_ == tail_) free(Detach().data);
+  }
+  // An empty buffer's storage, handed over: the buffer is left without any
+  // (as after Release). Nothing ({}) while bytes are unconsumed.
+  Block Detach() {
+    if (head_ != tail_) return {};
+    const Block b{data_, capacity_};
+    data_ = nullptr;
+    head_ = tail_ = capacity_ = 0;
+    return b;
+  }
+  // Storage for a buffer that has none, instead of allocating on the next
+  // Reserve(). A buffer that has storage frees the block instead.
+  void Adopt(Block b) {
+    if (data_) return free(b.data);
+    data_ = b.data;
+    capacity_ = b.data ? b.capacity : 0;
   }
 
  private:
-  static constexpr size_t kMinCapacity = 4096;
-
   void Grow(size_t min) {
     size_t used = tail_ - head_;
     if (head_ >

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "daemon/connection/connection_pending.h"
+#include "daemon/connection/read_blocks.h"
 #include "daemon/listeners.h"
 
 namespace gearbox {
@@ -89,7 +90,11 @@ void Connection::Received(std::string_view bytes, Clock::time_point now) {
   }
 }
 
-char* Connection::ReadSpace(size_t min) { return in_.Reserve(min); }
+char* Connection::ReadSpace(size_t min) {
+  if (in_.capacity() == 0 && env_->read_blocks)
+    in_.Adopt(env_->read_blocks->Take());
+  return in_.Reserve(min);
+}
 
 void Connection::Commit(size_t n, Clock::time_point now) {
   in_.Commit(n);
@@ -300,11 +305,9 @@ void Connection::CountClosed() {
 }
 
 void Connection::Trim() {
-  if (in_.empty()) {
-    in_.Release();
-  } else {
-    in_.Shrink();
-  }
+  if (!in_.empty()) return in_.Shrink();
+  if (env_ && env_->read_blocks) return env_->read_blocks->Give(in_.Detach());
+  in_.Release();
 }
 
 Interest Connection::Next(Clock::time_point now) {

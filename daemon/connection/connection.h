@@ -71,6 +71,7 @@ struct Interest {
 };
 
 class PendingSpares;
+class ReadBlocks;
 
 // What a worker gives its connections: how to serve, and where to count.
 struct ConnectionEnv {
@@ -84,6 +85,9 @@ struct ConnectionEnv {
   // Blocks for requests whose handler waits (pending_spares.h); null: each
   // wait allocates its own.
   PendingSpares* spares = nullptr;
+  // Read buffers of connections gone idle, for the next one to read into
+  // (read_blocks.h); null: each read after an idle spell allocates.
+  ReadBlocks* read_blocks = nullptr;
   // [server] trusted_proxies, for Request::Client(); empty: trust no peer.
   std::span<const IpNet> trusted;
   // The generation's listeners, for the name of a connection's (null: none).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/connection/pending_spares.h"
+#include "daemon/connection/read_blocks.h"
 #include "daemon/logging.h"
 #include "models/accept_util.h"
 #include "models/blocking_connection.h"
@@ -98,6 +99,7 @@ class ChildLoop {
   Request request_;
   Response response_;
   PendingSpares spares_;
+  ReadBlocks read_blocks_;
   BlockingContext bc_;
   std::unique_ptr<Router> router_;  // this child's handlers, made after fork
   std::unique_ptr<PreforkPolicy> policy_;      // parks slow heads
@@ -174,6 +176,7 @@ void ChildLoop::FillBlockingContext() {
   bc_.env.request = &request_;
   bc_.env.response = &response_;
   bc_.env.spares = &spares_;
+  bc_.env.read_blocks = &read_blocks_;
   bc_.sleeper = &sleeper_;
 }
 

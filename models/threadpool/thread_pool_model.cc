@@ -20,6 +20,7 @@
 
 #include "daemon/clock.h"
 #include "daemon/connection/pending_spares.h"
+#include "daemon/connection/read_blocks.h"
 #include "daemon/logging.h"
 #include "models/pool_scaler.h"
 #include "models/stuck_request.h"
@@ -261,6 +262,7 @@ class ThreadPoolModel final : public Model {
     Request request;
     Response response;
     PendingSpares spares;
+    ReadBlocks read_blocks;
     BlockingContext bc;
     // This thread's own handlers (modules' worker_init runs here).
     const std::unique_ptr<Router> router =
@@ -274,6 +276,7 @@ class ThreadPoolModel final : public Model {
     bc.env.request = &request;
     bc.env.response = &response;
     bc.env.spares = &spares;
+    bc.env.read_blocks = &read_blocks;
     bc.sleeper = &w.sleeper;
     ParkWhenIdle policy(*queue_, index);
     // A pool that may shrink gives up a thread idle this long.
