@@ -259,9 +259,9 @@ BlockingConnection::~BlockingConnection() {
 
 void CloseBlocking(BlockingConnection& c) {
   if (c.fd < 0) return;
+  c.conn.CountClosed();  // first: a client that sees the close may ask /status
   close(c.fd);
   c.fd = -1;
-  c.conn.CountClosed();
 }
 
 ConnectionOutcome ServeBlocking(BlockingConnection& c,

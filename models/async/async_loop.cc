@@ -327,8 +327,8 @@ void AsyncLoop::Close(AsyncConnection* c) {
   DisarmHandlerFds(c);  // before the exchange (and maybe its fds) goes
   if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
+  c->conn.CountClosed();  // first: a client that sees the close may ask /status
   close(c->fd);
-  c->conn.CountClosed();
   if (c->prev)
     c->prev->next = c->next;
   else

@@ -355,9 +355,9 @@ class GuardLoop {
 
   void CloseFd(Guarded& c) {
     if (c.fd < 0) return;
+    c.conn.CountClosed();  // first: a client seeing the close may ask /status
     close(c.fd);
     c.fd = -1;
-    c.conn.CountClosed();
   }
 
   void Close(Guarded& c) {
