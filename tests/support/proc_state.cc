@@ -1,26 +1,39 @@
 #include "tests/support/proc_state.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 namespace gearbox::testing {
 namespace {
 
+// A /proc file's text; empty when the process is gone. By read(): a process
+// that exits between open and read fails the read with ESRCH, which an
+// istreambuf_iterator throws (basic_filebuf::underflow) out of the test, and
+// ChildrenOf() reads every process on the host.
+std::string ProcFile(const std::string& path) {
+  std::string text;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, n);
+  close(fd);
+  return n < 0 ? std::string() : text;
+}
+
 std::string TaskFile(pid_t pid, pid_t tid, const char* name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" +
-                   std::to_string(tid) + "/" + name);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ProcFile("/proc/" + std::to_string(pid) + "/task/" +
+                  std::to_string(tid) + "/" + name);
 }
 
 // The parent pid of `pid`, or -1 when it is gone or a zombie.
 pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string stat(std::istreambuf_iterator<char>(in), {});
+  const std::string stat = ProcFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 2 >= stat.size()) return -1;
   if (stat[close + 2] == 'Z') return -1;

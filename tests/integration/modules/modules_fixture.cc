@@ -8,7 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
+
+#include "tests/support/proc_state.h"
 
 namespace gearbox::testing {
 namespace {
@@ -24,19 +25,6 @@ std::vector<std::string> Entries(const std::string& dir) {
     closedir(d);
   }
   return names;
-}
-
-// The parent pid field of /proc/PID/stat, or -1.
-pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(paren + 2));
-  std::string state;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return state == "Z" ? -1 : ppid;
 }
 
 }  // namespace
@@ -85,10 +73,7 @@ void ModuleTest::TearDown() {
 
 std::vector<pid_t> ProcessTree(pid_t pid) {
   std::vector<pid_t> tree = {pid};
-  for (const std::string& name : Entries("/proc")) {
-    const pid_t p = static_cast<pid_t>(atol(name.c_str()));
-    if (p > 0 && p != pid && ParentOf(p) == pid) tree.push_back(p);
-  }
+  for (pid_t child : ChildrenOf(pid)) tree.push_back(child);
   return tree;
 }
 
