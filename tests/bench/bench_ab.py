@@ -131,12 +131,13 @@ def make_plan(args):
     if rounds < 1 or duration < 1 or not conns or min(conns) < 1:
         sys.exit("bench_ab: --rounds, --duration and --conns must be >= 1")
     return {"workloads": workloads, "models": models, "paths": paths, "conns": conns,
-            "rounds": rounds, "duration": duration}
+            "rounds": rounds, "duration": duration, "warm_pg": True}
 
 
 def estimate_s(pl):
     cells = len(pl["workloads"]) * len(pl["paths"]) * len(pl["conns"])
-    per_start = 3.0 + cells * (pl["duration"] + 0.5)  # start, warmup, stop + the runs
+    warm_pg = sum(w in PG_WORKLOADS for w in pl["workloads"])  # 1 s each
+    per_start = 3.0 + warm_pg + cells * (pl["duration"] + 0.5)  # start, warmup, stop + the runs
     return 2 * pl["rounds"] * len(pl["models"]) * per_start
 
 
@@ -180,8 +181,15 @@ class Running:
             + "".join(f", {p} :{n.proxy}" for p, n in self.servers.nginx.items()) + " ===")
 
     def warmup(self):
-        self.bench.warmup(self.label, "direct", f"http://127.0.0.1:{self.gb.port}/hello",
-                          {"gearboxd": self.gb.pids})
+        """/hello, then each database route at the plan's largest concurrency: a model
+        opens its pools' server connections here (threadpool-64 with pool = 1: 64 at
+        once), not inside the first measured run of the route."""
+        base = f"http://127.0.0.1:{self.gb.port}"
+        self.bench.warmup(self.label, "direct", base + "/hello", {"gearboxd": self.gb.pids})
+        for w, uri in self.pl["workloads"].items():
+            if w in PG_WORKLOADS:
+                self.bench.warmup(self.label, "direct", base + uri, {"gearboxd": self.gb.pids},
+                                  workload=w, conns=max(self.pl["conns"]))
 
     def run(self, workload, uri, path, conc):
         how, port, cpu, n = self.servers.via(path)

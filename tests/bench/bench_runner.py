@@ -146,8 +146,8 @@ class Bench:
             f"p50 {fmt_ms(r['p50_ms'])}  p99 {fmt_ms(r['p99_ms'])}  [median of {rounds} rounds]")
         return r
 
-    def warmup(self, server, path, url, cpu):
-        self.wrk(server, path, "hello", url, 16, 1, cpu, tag="warmup")
+    def warmup(self, server, path, url, cpu, workload="hello", conns=16):
+        self.wrk(server, path, workload, url, conns, 1, cpu, tag="warmup")
         self.runs.pop()
         self.done -= 1
 
