@@ -22,6 +22,8 @@ def _one(runs, **kw):
 
 
 def compute_targets(runs, idle, plan):
+    """The targets of results.md, in its order: each helper adds one group's through
+    target()."""
     T = []
 
     def target(group, what, met, numbers):
@@ -29,7 +31,19 @@ def compute_targets(runs, idle, plan):
                   "status": "not measured" if met is None else ("met" if met else "missed"),
                   "numbers": numbers})
 
-    # (1) hello direct: async 1 loop vs nginx return 200 (1 worker), alternating.
+    _alternation_targets(runs, target)
+    hello64 = _Hello64(runs, 64)
+    _hello64_targets(runs, target, hello64)
+    _wait_targets(runs, plan, target)
+    _seed_targets(runs, target)
+    _idle_targets(idle, target)
+    _nginx_targets(hello64, target)
+    _blocking_targets(runs, target, hello64)
+    return T
+
+
+def _alternation_targets(runs, target):
+    """(1) hello direct: async 1 loop vs nginx return 200 (1 worker), alternating."""
     g = [r for r in runs if r.get("tag") == "alternation" and r["server"] == "async-1"]
     n = [r for r in runs if r.get("tag") == "alternation" and r["server"] == "nginx"]
     if g and n:
@@ -45,8 +59,12 @@ def compute_targets(runs, idle, plan):
                gc <= nc, f"{gc:.1f} vs {nc:.1f} µs/req = {gc / nc:.2f}x")
     else:
         target("1", "hello direct, async 1 loop vs nginx return 200", None, "not run")
-    c64 = 64
-    hello64 = _Hello64(runs, c64)
+
+
+def _hello64_targets(runs, target, hello64):
+    """(1) hello direct at c=64: the blocking models at their 2-core sizes against
+    async-2, with the sweep's async-1 beside it when there is one."""
+    c64 = hello64.conc
     base = hello64.get("async-2", "direct")
     base1 = _one(runs, server="async-1", path="direct", workload="hello", conc=c64)
     for label in ("threadpool-64", "prefork-8"):
@@ -59,7 +77,11 @@ def compute_targets(runs, idle, plan):
         else:
             target("1", f"hello direct c={c64}, {label} >= 0.7x async", None, "not run")
 
-    # (2) wait1ms at the highest concurrency.
+
+def _wait_targets(runs, plan, target):
+    """(2) wait1ms direct at the plan's highest concurrency, each >= 0.9x of: async 1
+    loop, its own hello rate; prefork-N, N x 1000 req/s; threadpool-T, the lesser of
+    T x 1000 req/s and its own hello rate."""
     cmax = max(plan["direct"].get("wait1ms", [0]) or [0])
     note = "" if cmax == 256 else f" (quick: c={cmax}, not 256)"
     w = _one(runs, server="async-1", path="direct", workload="wait1ms", conc=cmax)
@@ -84,7 +106,9 @@ def compute_targets(runs, idle, plan):
                    f" = {0.9 * cap:,.0f} req/s{note}",
                    r["rps"] >= 0.9 * cap, f"{r['rps']:,.0f} req/s (hello {hh['rps']:,.0f}) = {r['rps'] / cap:.2f}x")
 
-    # (3) the seed profile through nginx with the 1 ms wait.
+
+def _seed_targets(runs, target):
+    """(3) the seed profile through nginx with the 1 ms wait."""
     for r in [x for x in runs if x["kind"] == "httperf" and x["workload"] == "wait1ms" and x["path"] == "nginx"]:
         want = r["num_conn"] * 10
         holds = (r.get("s2xx") == want and r.get("errors") == 0 and (r.get("s5xx") or 0) == 0
@@ -104,7 +128,9 @@ def compute_targets(runs, idle, plan):
             target("3", f"seed wait1ms via nginx: {r['server']} serves the full 1,000 req/s with 0 errors",
                    holds, nums)
 
-    # (4) idle keep-alive connections, async.
+
+def _idle_targets(idle, target):
+    """(4) idle keep-alive connections, async."""
     for i in idle:
         if i["kind"] == "idle" and i["server"].startswith("async"):
             bpc = i.get("bytes_per_conn")
@@ -114,9 +140,6 @@ def compute_targets(runs, idle, plan):
                    f"in RSS, /hello p99 < 5 ms{note}", ok,
                    f"{_f(bpc)} B/conn (RSS {i['rss0_kib']:,} -> {i.get('rss1_kib', 0):,} KiB, held "
                    f"{i.get('held_before')}), p99 {_f(i.get('p99_ms'), 2)} ms at {_f(i.get('rps'))} req/s")
-    _nginx_targets(hello64, target)
-    _blocking_targets(runs, target, hello64)
-    return T
 
 
 class _Hello64:
