@@ -119,6 +119,11 @@ PgSlot* PgPool::TakeIdle(PgSlot** first_empty, Clock::time_point now) {
 PgSlot* PgPool::PipelinedWithRoom(Pick pick, Clock::time_point now) {
   PgSlot* join = nullptr;
   for (PgSlot& slot : slots_) {  // O(pool), as TakeIdle
+    // While connections open, a query waits in the queue for whichever
+    // connection frees a turn first, rather than ride behind a busy one: in
+    // a burst on a cold pool the first connections up would take every
+    // arrival, pipeline deep, while the others open and then idle.
+    if (pick == Pick::kRoomiest && slot.connecting) return nullptr;
     if (!slot.pipelined || slot.inflight.empty() || slot.stalled() ||
         slot.inflight.size() >= pipeline_ ||
         (pick == Pick::kBusiest &&
@@ -158,6 +163,7 @@ PgPool::Lease PgPool::StartConnect(PgSlot* slot, Clock::time_point now) {
   }
   slot->state = PgSlot::State::kInUse;
   slot->conn = conn;
+  slot->connecting = true;
   slot->statements.Clear();
   slot->prepare_failure_logged = false;
   return {Outcome::kConnect, slot};
@@ -173,6 +179,7 @@ void PgPool::Release(PgSlot* slot) {
 
 void PgPool::Drop(PgSlot* slot) {
   Close(slot);
+  slot->connecting = false;
   slot->pipelined = false;
   slot->inflight.clear();
   slot->orphans.clear();
@@ -200,6 +207,7 @@ void PgPool::OnIdleReadable(void* arg) {
 }
 
 void PgPool::Connected(PgSlot* slot) {
+  slot->connecting = false;
   slot->watched_fd = PQsocket(slot->conn);
   if (!home_->Watch(slot->watched_fd, &PgPool::OnIdleReadable, slot)) {
     slot->watched_fd = -1;

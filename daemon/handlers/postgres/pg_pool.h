@@ -51,6 +51,8 @@ struct PgSlot {
   // are read and dropped).
   bool pipelined = false;
   std::deque<PgSegment*> inflight;
+  // Opening: from StartConnect until Connected, or its Drop.
+  bool connecting = false;
   // Segments of exchanges that went away, still on the wire (in inflight).
   std::vector<std::unique_ptr<OrphanSegment>> orphans;
   // Since when the head segment's exchange is gone while its query runs
