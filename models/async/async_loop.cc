@@ -327,7 +327,13 @@ void AsyncLoop::Close(AsyncConnection* c) {
   DisarmHandlerFds(c);  // before the exchange (and maybe its fds) goes
   if (c->io_mode) event_del(&c->io);
   event_del(&c->timer);
-  c->conn.CountClosed();  // first: a client that sees the close may ask /status
+  // Out of the open gauges, counted, then closed: a client that sees the
+  // close may ask /status at once, and must find it counted and gone.
+  --conns_;
+  shared_.open.fetch_sub(1, std::memory_order_acq_rel);
+  stats_.open_conns.store(static_cast<uint64_t>(conns_),
+                          std::memory_order_release);
+  c->conn.CountClosed();
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -335,10 +341,6 @@ void AsyncLoop::Close(AsyncConnection* c) {
     head_ = c->next;
   if (c->next) c->next->prev = c->prev;
   delete c;
-  --conns_;
-  shared_.open.fetch_sub(1, std::memory_order_relaxed);
-  stats_.open_conns.store(static_cast<uint64_t>(conns_),
-                          std::memory_order_relaxed);
   if (Draining() && conns_ == 0) event_base_loopbreak(base_);
 }
 

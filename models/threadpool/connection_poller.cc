@@ -228,9 +228,11 @@ void ConnectionPoller::Settle(PooledConnection* c) {
 
 void ConnectionPoller::Finish(PooledConnection* c) {
   if (c->registered) queue_.Forget(c);
+  // Out of open() before CloseBlocking counts the close (and acq_rel, so the
+  // count does not show first): whoever sees it counted sees it gone.
+  open_.fetch_sub(1, std::memory_order_acq_rel);
   CloseBlocking(*c);
   delete c;
-  open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // Until the earliest parked deadline, at most a second: workers park with
