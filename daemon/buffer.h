@@ -11,8 +11,6 @@ namespace gearbox {
 
 class Buffer {
  public:
-  static constexpr size_t kMinCapacity = 4096;
-
   // Storage handed from one buffer to another (a worker's spares between
   // connections: read_blocks.h). From malloc/realloc; freed with free().
   struct Block {
@@ -86,6 +84,8 @@ class Buffer {
   }
 
  private:
+  static constexpr size_t kMinCapacity = 4096;
+
   void Grow(size_t min) {
     size_t used = tail_ - head_;
     if (head_ >
