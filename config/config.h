@@ -58,6 +58,11 @@ struct LimitsConfig {
   // meanwhile is answered, with Connection: close, by the old generation,
   // instead of meeting a close (a POST lost that way is a 502).
   Duration drain_idle_timeout = std::chrono::seconds(1);
+  // After answering bad input with a close, the client's remaining bytes are
+  // read and dropped this long at most (0: closed at once), as nginx's
+  // lingering_close: closing on unread input resets the connection, and the
+  // reset can destroy the answer before the client reads it.
+  Duration lingering_timeout = std::chrono::seconds(2);
 };
 
 struct LogConfig {

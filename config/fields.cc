@@ -270,7 +270,9 @@ std::vector<Field> LimitsFields(LimitsConfig* l) {
           {"max_connections", Int(&l->max_connections, 1, 1000000)},
           {"request_timeout", Dur(&l->request_timeout, min, kYear)},
           {"drain_idle_timeout",
-           Dur(&l->drain_idle_timeout, Duration(0), std::chrono::hours(1))}};
+           Dur(&l->drain_idle_timeout, Duration(0), std::chrono::hours(1))},
+          {"lingering_timeout",
+           Dur(&l->lingering_timeout, Duration(0), std::chrono::minutes(5))}};
 }
 
 std::vector<Field> LogFields(LogConfig* log) {
@@ -302,8 +304,8 @@ std::vector<Field> LuaFields(LuaConfig* lua) {
   };
   return {{"path", path},
           {"memory", Int(&lua->memory, int64_t{1} << 20, kNoMax)},
-          {"init_timeout", Dur(&lua->init_timeout,
-                               std::chrono::milliseconds(1), kYear)}};
+          {"init_timeout",
+           Dur(&lua->init_timeout, std::chrono::milliseconds(1), kYear)}};
 }
 
 namespace {

@@ -170,7 +170,8 @@ void FormatLimitsLogMetrics(const Config& c, std::ostringstream& out) {
       << "max_body_bytes = " << l.max_body_bytes << "\n"
       << "max_connections = " << l.max_connections << "\n"
       << "request_timeout = " << Dur(l.request_timeout) << "\n"
-      << "drain_idle_timeout = " << Dur(l.drain_idle_timeout) << "\n";
+      << "drain_idle_timeout = " << Dur(l.drain_idle_timeout) << "\n"
+      << "lingering_timeout = " << Dur(l.lingering_timeout) << "\n";
 
   out << "\n[log]\n"
       << "level = " << QuoteToml(c.log.level) << "\n"

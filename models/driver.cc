@@ -26,4 +26,9 @@ void SendPending(int fd, Connection& conn, Clock::time_point now) {
   }
 }
 
+void ShutWrite(int fd, Connection& conn) {
+  if (shutdown(fd, SHUT_WR) == 0) return conn.WriteShut();
+  conn.PeerClosed();  // ENOTCONN: the peer is gone already
+}
+
 }  // namespace gearbox

@@ -23,7 +23,8 @@
 // when it returns (an event loop armed its events; a blocking model gave the
 // connection back). After AwaitWrite returns true the driver sends what is
 // pending. After Close(), and after an Await* that returned false, the
-// driver touches nothing: the connection may be gone.
+// driver touches nothing: the connection may be gone. A lingering connection
+// (Interest::shut_write) has its write side shut here, once, for every model.
 #pragma once
 
 #include "daemon/connection/connection.h"
@@ -35,6 +36,10 @@ namespace gearbox {
 // bytes that went (Sent, which counts bytes_out), a full socket
 // (WriteBlocked), or a failure (PeerClosed). Nothing to send: no system call.
 void SendPending(int fd, Connection& conn, Clock::time_point now);
+
+// Interest::shut_write: the answer is out, the client gets end of file while
+// its remaining bytes are still read (and dropped). A failure closes.
+void ShutWrite(int fd, Connection& conn);
 
 template <typename Port>
 void Drive(Port& port, Connection& conn) {
@@ -54,6 +59,10 @@ void Drive(Port& port, Connection& conn) {
         conn.Process(now);
         break;
       case Interest::Kind::kRead:
+        if (i.shut_write) {
+          ShutWrite(port.fd(), conn);
+          break;  // look again: a failed shutdown closes
+        }
         if (!port.AwaitRead(i, now)) return;
         break;
       case Interest::Kind::kWrite:

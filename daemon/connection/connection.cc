@@ -74,6 +74,7 @@ void Connection::SetDeadline(Clock::time_point t) { deadline_ = t; }
 void Connection::Received(std::string_view bytes, Clock::time_point now) {
   if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return;
   Bump(stats().bytes_in, bytes.size());
+  if (phase_ == Phase::kLinger) return;  // dropped
   if (phase_ == Phase::kHandler || !in_.empty()) {
     in_.Append(bytes);
     if (phase_ != Phase::kHandler) Process(now);
@@ -99,6 +100,7 @@ char* Connection::ReadSpace(size_t min) {
 void Connection::Commit(size_t n, Clock::time_point now) {
   in_.Commit(n);
   Bump(stats().bytes_in, n);
+  if (phase_ == Phase::kLinger) return in_.Consume(n);  // dropped
   if (phase_ != Phase::kHandler) Process(now);
 }
 
@@ -114,9 +116,7 @@ void Connection::Process(Clock::time_point now) {
 // in_ (consumed from in_).
 bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
                            Clock::time_point now) {
-  if (phase_ == Phase::kHandler || phase_ == Phase::kClosing ||
-      phase_ == Phase::kClosed)
-    return false;
+  if (phase_ == Phase::kHandler || phase_ >= Phase::kLinger) return false;
   if (view.empty() && !codec_->InRequest()) return false;
   if (out_.size() - out_off_ >= kFlushThreshold) {
     more_buffered_ = true;  // write what is there first
@@ -130,7 +130,7 @@ bool Connection::ParseOnce(std::string_view view, bool external, size_t& pos,
     case ServerCodec::Status::kError:
       Bump(stats().bad_input);
       if (r.error_status) stats().CountStatus(r.error_status);
-      CloseAfterWrite(CloseReason::kError);
+      CloseAfterAnswer();
       return false;
     case ServerCodec::Status::kClose:
       CloseAfterWrite(CloseReason::kClient);
@@ -210,6 +210,25 @@ void Connection::Finish(const Request& request, const Response& response,
 void Connection::CloseAfterWrite(CloseReason reason) {
   phase_ = Phase::kClosing;
   close_reason_ = reason;
+  linger_ = false;
+}
+
+// Bad input answered: the client may still be sending (the rest of a body,
+// FastCGI STDIN records, pipelined requests). Once the answer is sent, the
+// connection lingers rather than close on unread bytes.
+void Connection::CloseAfterAnswer() {
+  CloseAfterWrite(CloseReason::kError);
+  // Only an answer is worth it: a framing error that gets none just closes.
+  linger_ = out_off_ < out_.size() &&
+            env_->limits->lingering_timeout.count() > 0;
+}
+
+void Connection::StartLinger(Clock::time_point now) {
+  phase_ = Phase::kLinger;
+  linger_ = false;
+  in_.Consume(in_.size());
+  Trim();
+  SetDeadline(now + env_->limits->lingering_timeout);
 }
 
 void Connection::Sent(size_t n, Clock::time_point now) {
@@ -261,6 +280,9 @@ void Connection::DeadlinePassed(Clock::time_point now) {
       CloseAfterWrite(drain_lingering_ ? CloseReason::kDrain
                                        : CloseReason::kIdleTimeout);
       return;
+    case Phase::kLinger:
+      CloseAfterWrite(close_reason_);
+      return;
     case Phase::kClosing:
     case Phase::kClosed:
       return;
@@ -287,7 +309,8 @@ void Connection::Abort(CloseReason reason) {
   if (phase_ == Phase::kClosed) return;
   DropPending();
   DropOutput();
-  CloseAfterWrite(reason);
+  // A lingering connection ends as it began: closed for its bad input.
+  CloseAfterWrite(phase_ == Phase::kLinger ? close_reason_ : reason);
 }
 
 void Connection::Refuse() {
@@ -325,11 +348,15 @@ Interest Connection::Next(Clock::time_point now) {
     SetDeadline(std::min(deadline_, now + env_->limits->drain_idle_timeout));
   }
   i.write = out_off_ < out_.size();
+  if (linger_ && !i.write) StartLinger(now);
   i.deadline = deadline_;
   i.reason = close_reason_;
   if (send_armed_ && i.write && phase_ != Phase::kHandler) {
     i.kind = Interest::Kind::kWrite;
     i.deadline = send_deadline_;
+  } else if (phase_ == Phase::kLinger) {
+    i.kind = Interest::Kind::kRead;
+    i.shut_write = !write_shut_;
   } else if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) {
     i.kind = Interest::Kind::kClose;
   } else if (phase_ == Phase::kHandler) {

@@ -41,6 +41,10 @@ enum class Phase : uint8_t {
   kHead,     // part of a request head received (header_timeout)
   kBody,     // head complete, body arriving (body_timeout, from the head's end)
   kHandler,  // a handler is waiting (timer, fds), until its request deadline
+  // Bad input was answered and the write side shut: what the client still
+  // sends is dropped until it closes (lingering_timeout), so the close meets
+  // no unread input (which would reset the connection, answer and all).
+  kLinger,
   kClosing,  // the last bytes go out, then close
   kClosed,
 };
@@ -60,6 +64,9 @@ struct Interest {
   // kHandler: keep reading into the buffer (a hang-up cancels the wait,
   // pipelined bytes queue), false past a bound.
   bool read = false;
+  // kRead while lingering: shut the write side first (shutdown(SHUT_WR)),
+  // then WriteShut(). The answer is all sent by then.
+  bool shut_write = false;
   // The deadline differs from what the driver last reported armed (Armed()).
   bool deadline_changed = false;
   Clock::time_point deadline{};
@@ -158,6 +165,8 @@ class Connection {
   void Armed(Clock::time_point deadline) { armed_ = deadline; }
   // EOF or a reset from the peer; an I/O error.
   void PeerClosed();
+  // The driver shut the write side, as Interest::shut_write asked.
+  void WriteShut() { write_shut_ = true; }
   // The model closes it (draining, giving it up, a failed write): `reason`.
   void Abort(CloseReason reason);
   // Refused before it is served (full queue, too many held): 503 with
@@ -233,6 +242,8 @@ class Connection {
   void Finish(const Request& request, const Response& response,
               const RequestTiming& timing, bool announce_close);
   void CloseAfterWrite(CloseReason reason);
+  void CloseAfterAnswer();
+  void StartLinger(Clock::time_point now);
   void DropOutput();
   void DropPending();
   void SetDeadline(Clock::time_point t);
@@ -259,6 +270,8 @@ class Connection {
   bool counted_ = false;
   bool more_buffered_ = false;    // Process() stopped with requests left
   bool drain_lingering_ = false;  // idle at the drain: closes at deadline_
+  bool linger_ = false;           // kClosing: once sent, linger (kLinger) first
+  bool write_shut_ = false;       // kLinger: the driver shut the write side
   IpAddress peer_;                // last: it fills the flags' padding
 };
 

@@ -18,6 +18,7 @@ source "$lib"
 GEARBOXD="$(gearboxd_path)"
 SLOW_CLIENT="$(dirname "$0")/slow_fcgi_client.py"
 FCGI_GET="$(dirname "$0")/fcgi_get.py"
+LATE_STDIN="$(dirname "$0")/late_stdin_fcgi.py"
 LOG_TAIL=+1  # all of it
 
 set -E
@@ -198,6 +199,14 @@ expect_status "absolute REQUEST_URI (absolute_form)" 200 \
   REQUEST_METHOD=GET REQUEST_URI=http://t/hello HTTP_HOST=t </dev/null
 expect_eq "absolute REQUEST_URI routed on its path" "hello world" "$(body_of <<<"$out")"
 expect_eq "bad_input counts every refusal" "$refused" "$(( $(bad_input) - before ))"
+
+# A client still sending after its bad request was answered (cgi-fcgi writes
+# STDIN after PARAMS, and a 400 can come in between): gearboxd shuts its write
+# side and drops the late bytes ([limits] lingering_timeout). A close on them
+# fails the late write with EPIPE; a client that writes before it reads (as
+# cgi-fcgi may) then loses the 400.
+out="$(timeout 20 python3 "$LATE_STDIN" "$SOCK")" ||
+  fail "late STDIN after a 400: $(tr '\n' ' ' <<<"$out")"
 
 # Concurrent clients (each cgi-fcgi is one connection, no FCGI_KEEP_CONN).
 pids=()

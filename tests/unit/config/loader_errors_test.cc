@@ -32,7 +32,8 @@ TEST(LoaderErrorTest, UnknownKey) {
       "[limits]\nheader_timeout = \"5s\"\n  idle_timout = \"5s\"\n", 3, 3,
       "[limits] idle_timout: unknown key (valid: header_timeout, "
       "idle_timeout, body_timeout, send_timeout, max_header_bytes, "
-      "max_body_bytes, max_connections, request_timeout, drain_idle_timeout)");
+      "max_body_bytes, max_connections, request_timeout, drain_idle_timeout, "
+      "lingering_timeout)");
   ExpectError("[server]\nthreads = 4\n", 2, 1,
               "[server] threads: unknown key (valid: model, graceful_timeout, "
               "enable_crash_handler, trusted_proxies)");

@@ -77,6 +77,7 @@ max_body_bytes = 17179869184
 max_connections = 1
 request_timeout = "2s"
 drain_idle_timeout = "0s"
+lingering_timeout = "5m"
 
 [log]
 level = "debug"
@@ -148,6 +149,7 @@ TEST(LoaderTest, EveryKey) {
   EXPECT_EQ(c.limits.max_connections, 1);
   EXPECT_EQ(c.limits.request_timeout, seconds(2));
   EXPECT_EQ(c.limits.drain_idle_timeout, seconds(0));
+  EXPECT_EQ(c.limits.lingering_timeout, minutes(5));
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_TRUE(c.log.access);
   ASSERT_TRUE(c.log.slow.has_value());

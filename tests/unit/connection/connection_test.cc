@@ -568,6 +568,7 @@ TEST_F(ConnectionTest, FastCgiFramingErrorClosesSilently) {
   c->Received(kHello, now_);  // not FastCGI: a framing error, closed silently
   EXPECT_EQ(c->Next(now_).kind, Kind::kClose);
   EXPECT_EQ(stats().bad_input.load(), 1u);
+  EXPECT_EQ(c->Next(now_).kind, Kind::kClose);  // no answer: no linger
 }
 
 }  // namespace

@@ -174,6 +174,8 @@ TEST_F(PollerTest, AWorkerTakesAParkedConnectionOutOfTheSetBeforeItCloses) {
   // Parked until the test's worker takes it again: no 408 meanwhile.
   ASSERT_NO_FATAL_FAILURE(
       Start(/*queue_capacity=*/4, /*header_timeout=*/milliseconds(30000)));
+  // A close straight after the answer: no lingering (the next test lingers).
+  ctx_.config.limits.lingering_timeout = milliseconds(0);
   const int client = ConnectLocal(listener_.path);
   ASSERT_GE(client, 0);
   int held = -1;
@@ -197,6 +199,38 @@ TEST_F(PollerTest, AWorkerTakesAParkedConnectionOutOfTheSetBeforeItCloses) {
   const std::string got = ReadToEof(client);
   close(client);
   EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+}
+
+// Lingering after a 400 holds no worker: the connection is parked with its
+// write side shut, the client reads the answer and end of file, and its own
+// close ends the linger (counted as the close for bad input).
+TEST_F(PollerTest, ALingeringConnectionIsParkedNotHeldByItsWorker) {
+  ASSERT_NO_FATAL_FAILURE(
+      Start(/*queue_capacity=*/4, /*header_timeout=*/milliseconds(30000)));
+  const int client = ConnectLocal(listener_.path);
+  ASSERT_GE(client, 0);
+  int held = -1;
+  PooledConnection* c = ParkedAfter(client, "POST /echo HTTP/1.1\r\n", &held);
+  ASSERT_NE(c, nullptr);
+  close(held);
+  const std::string rest = "Host: t\r\nTransfer-Encoding: identity\r\n\r\n";
+  ASSERT_EQ(write(client, rest.data(), rest.size()),
+            static_cast<ssize_t>(rest.size()));
+  bool idle = false;
+  ASSERT_EQ(queue_->Pop(0, std::chrono::seconds(5), &idle), c);
+  EXPECT_EQ(Serve(c), ConnectionOutcome::kParked);
+  EXPECT_EQ(c->conn.phase(), Phase::kLinger);
+  ASSERT_EQ(queue_->Park(c), ParkedSet::Armed::kParked);
+  const std::string got = ReadToEof(client);  // the shut write side
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+  EXPECT_EQ(closed(CloseReason::kError), 0u);
+  close(client);
+  ASSERT_EQ(queue_->Pop(0, std::chrono::seconds(5), &idle), c);
+  EXPECT_EQ(Serve(c), ConnectionOutcome::kClosed);
+  EXPECT_EQ(closed(CloseReason::kError), 1u);
+  queue_->Closed(c);
+  delete c;
+  poller_->Closed();
 }
 
 TEST_F(PollerTest, ThePollerTakesAnExpiredConnectionOutOfTheSetBeforeItCloses) {
