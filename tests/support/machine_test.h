@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "daemon/connection/connection.h"
@@ -35,6 +36,17 @@ class MachineTest : public ::testing::Test {
     c->Attach(&env_);
     c->Accepted(now_, 0);
     return c;
+  }
+
+  // Everything the connection wants written, as if the socket took it.
+  std::string Drain(Connection& c) {
+    std::string out(c.pending_out());
+    c.Sent(out.size(), now_);
+    return out;
+  }
+  WorkerStats& stats() { return stats_->Slot(0); }
+  uint64_t closed(CloseReason r) {
+    return stats().closed[static_cast<int>(r)].load();
   }
 
   LimitsConfig limits_;

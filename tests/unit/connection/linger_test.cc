@@ -25,15 +25,6 @@ class LingerTest : public testing::MachineTest {
     routes.push_back(DefaultRoute("/hello", "text"));
     Build(routes);
   }
-  std::string Drain(Connection& c) {
-    std::string out(c.pending_out());
-    c.Sent(out.size(), now_);
-    return out;
-  }
-  WorkerStats& stats() { return stats_->Slot(0); }
-  uint64_t closed(CloseReason r) {
-    return stats().closed[static_cast<int>(r)].load();
-  }
 };
 
 constexpr std::string_view kHello = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
