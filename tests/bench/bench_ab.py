@@ -4,7 +4,8 @@
 For each server configuration, N rounds (default 3). A round starts both sides afresh
 on ports chosen fresh, from identical configs (bench.py's generator, plus an optional
 TOML snippet per side), warms both up, then runs every cell (workload x path x
-concurrency) with wrk on A, then on B, and stops both: each cell sees A B A B A B.
+concurrency) with wrk on both sides, A first in odd rounds and B first in even ones,
+and stops both: each cell sees A B B A A B, so neither side always runs second.
 Per cell the median req/s of each side gives the ratio B/A (NEW/OLD); CPU per
 request and p99 come the same way.
 Writes ab.md and ab.json to --out and prints the table. The same binary on both
@@ -131,7 +132,7 @@ def make_plan(args):
     if rounds < 1 or duration < 1 or not conns or min(conns) < 1:
         sys.exit("bench_ab: --rounds, --duration and --conns must be >= 1")
     return {"workloads": workloads, "models": models, "paths": paths, "conns": conns,
-            "rounds": rounds, "duration": duration, "warm_pg": True}
+            "rounds": rounds, "duration": duration, "warm_pg": True, "order": "alternating"}
 
 
 def estimate_s(pl):
@@ -206,19 +207,22 @@ class Running:
 
 def run_round(bench, sides, label, rnd, pl):
     """One round on one configuration: both sides started afresh (fresh ports, one
-    socket each), both warmed up, then every cell run A then B, so the two runs of
-    a pair are seconds apart and a burst of other load hits both alike."""
+    socket each), both warmed up, then every cell run on both, so the two runs of a
+    pair are seconds apart and a burst of other load hits both alike. A goes first
+    in odd rounds, B in even ones: whatever the first run of a pair leaves behind
+    (the database's caches, the scheduler's state) falls on each side alike."""
     running = []
     try:
         for side in sides:
             running.append(Running(bench, side, label, rnd, pl))
             running[-1].start()
-        for r in running:
+        order = running if rnd % 2 else running[::-1]
+        for r in order:
             r.warmup()
         for w, uri in pl["workloads"].items():
             for p in pl["paths"]:
                 for c in pl["conns"]:
-                    for r in running:
+                    for r in order:
                         r.run(w, uri, p, c)
     finally:
         for r in reversed(running):

@@ -154,8 +154,8 @@ def markdown(meta, pl, cs, checks):
          "configuration; a round starts both sides' gearboxd (and nginx) afresh on ports chosen fresh, from "
          f"identical generated configs, warms both up (1 s of `/hello`{_pg_warmup(pl)}), then runs each "
          "cell for "
-         f"{pl['duration']} s with `wrk -t1 --latency --timeout 2s` on A, then on B, so every cell sees "
-         f"{' '.join(['A B'] * pl['rounds'])} with the two runs of a pair seconds apart. Per cell: the "
+         f"{pl['duration']} s with `wrk -t1 --latency --timeout 2s` on {_order(pl)} with the two runs "
+         "of a pair seconds apart. Per cell: the "
          "median of each side's rounds; "
          f"**{b}/{a}** is the ratio of the medians of req/s; its *90% interval* is where that ratio falls "
          f"in 90% of {CI_RESAMPLES} resamples of the rounds (both runs of a round kept together), what a "
@@ -189,6 +189,15 @@ def markdown(meta, pl, cs, checks):
     L.append("Command:\n\n```sh\n" + meta["command"] + "\n```\n")
     L.extend(f"- {n}" for n in meta["notes"])
     return "\n".join(L) + "\n"
+
+
+def _order(pl):
+    # Runs whose plan has no "order" (before 2026-12-07 17:10 UTC) ran A first in every round.
+    if pl.get("order") != "alternating":
+        return f"A, then on B, so every cell sees {' '.join(['A B'] * pl['rounds'])}"
+    pairs = ["A B" if r % 2 else "B A" for r in range(1, pl["rounds"] + 1)]
+    return ("both sides, A first in odd rounds and B first in even ones (warm-ups too), so every "
+            f"cell sees {' '.join(pairs)}")
 
 
 def _pg_warmup(pl):
