@@ -117,7 +117,7 @@ def build_gearboxd():
     return binary, " ".join(cmd)
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description="gearbox benchmark (see tests/bench/README.md)")
     ap.add_argument("--quick", action="store_true", help="smoke pass (< 2 minutes), exit 1 if not sane")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -127,26 +127,37 @@ def main():
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--rerender", metavar="DIR",
                     help="only rewrite results.md and the plots of DIR from its results.json")
-    args = ap.parse_args()
-    if args.rerender:
-        with open(os.path.join(args.rerender, "results.json")) as f:
-            j = json.load(f)
-        report = bench_report.Report(j["meta"], j["plan"], CONFIGS, WORKLOADS, j["runs"], j["idle"],
-                                     j["notes"], j["checks"], j["error"])
-        report.write(os.path.abspath(args.rerender), plots=not args.no_plots)
-        log(f"bench: rewrote {args.rerender}/results.md from results.json")
-        advice = bench_advisor.reevaluate(os.path.abspath(args.rerender), j["runs"], j["plan"],
-                                          CONFIG_BY_LABEL)
-        if advice:
-            log(f"bench: rewrote {args.rerender}/advisor.md from advisor.json's picks")
-            for line in bench_advisor.summary_lines(advice):
-                log("advisor: " + line)
-        return 0
+    return ap.parse_args()
 
+
+def rerender(args):
+    """--rerender: rewrites results.md, the plots and advisor.md of a results
+    directory from its results.json (and advisor.json's picks); measures nothing."""
+    with open(os.path.join(args.rerender, "results.json")) as f:
+        j = json.load(f)
+    report = bench_report.Report(j["meta"], j["plan"], CONFIGS, WORKLOADS, j["runs"], j["idle"],
+                                 j["notes"], j["checks"], j["error"])
+    report.write(os.path.abspath(args.rerender), plots=not args.no_plots)
+    log(f"bench: rewrote {args.rerender}/results.md from results.json")
+    advice = bench_advisor.reevaluate(os.path.abspath(args.rerender), j["runs"], j["plan"],
+                                      CONFIG_BY_LABEL)
+    if advice:
+        log(f"bench: rewrote {args.rerender}/advisor.md from advisor.json's picks")
+        for line in bench_advisor.summary_lines(advice):
+            log("advisor: " + line)
+    return 0
+
+
+def require_tools():
     for tool, package in (("nginx", "nginx-light"), ("wrk", "wrk"), ("httperf", "httperf"),
                           ("psql", "postgresql")):
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} not found: apt-get install {package} (.ci/setup installs it)")
+
+
+def plan_for(args):
+    """The plan, restricted to --only's configurations (the ratios pass only when
+    all of its configurations are still in)."""
     pl = plan(args)
     if args.only:
         pl["configs"] = [c for c in args.only.split(",") if c]
@@ -155,8 +166,11 @@ def main():
         for c in pl["configs"]:
             if c not in CONFIG_BY_LABEL:
                 sys.exit(f"bench: unknown config {c} (valid: {', '.join(CONFIG_BY_LABEL)})")
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
+    return pl
+
+
+def start_meta(args, out, pl):
+    """The machine's facts at the start, logged (with a warning on a busy machine)."""
     meta = bench_report.machine_facts()
     meta["mode"] = "quick" if args.quick else "full"
     meta["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
@@ -165,7 +179,11 @@ def main():
         f"RLIMIT_NOFILE {meta['nofile']}, estimated {estimate(pl) / 60:.1f} min of load")
     if float(meta["loadavg_start"][0]) > 1.0:
         log("bench: WARNING: load average > 1.0: the machine is busy, figures will be noisy")
+    return meta
 
+
+def make_bench(args, out, meta, pl):
+    """Builds gearboxd (and libtimerwait.so) and sets up the Bench that runs the plan."""
     binary, build_cmd = build_gearboxd()
     if not os.access(binary, os.X_OK):
         sys.exit(f"bench: no gearboxd at {binary}")
@@ -176,25 +194,33 @@ def main():
     bench.timerwait, meta["timerwait_build"] = build_timerwait(bench.work)
     bench.pg = Postgres(bench.work, bench.logdir)
     bench.total = count_points(pl)
-    d = pl["duration"]
+    return bench
+
+
+def run_reference(bench, pl, meta, d):
+    """Reference: nginx answering by itself, 1 worker."""
+    ngx = Nginx(bench.work, bench.confdir, bench.logdir, "ref")
+    ngx.start()
+    meta["nginx_snippets"] = ngx.snippets
+    log(f"nginx reference (return 200, 1 worker) on :{ngx.ref}; snippets: {ngx.snippets}")
+    ncpu = {"nginx": ngx.workers}
+    bench.warmup("nginx", "ref", f"http://127.0.0.1:{ngx.ref}/", ncpu)
+    for c in pl["ref_conc"]:
+        # As many rounds as gearboxd's hello points: the advisor check compares tails.
+        bench.wrk_rounds(pl.get("sweep_rounds", {}).get("hello", 1), "nginx", "ref", "hello",
+                         f"http://127.0.0.1:{ngx.ref}/", c, d, ncpu)
+    if pl["seed"]["hello"]:
+        bench.httperf("nginx", "ref", "hello", ngx.ref, "/", pl["seed_conns"], ncpu)
+    ngx.stop()
+
+
+def run_plan(bench, pl, meta, d):
+    """Every run of the plan. Returns (the error that stopped it or None, the
+    advisor's picks); stops every server and removes the work directory."""
     failed = None
     advice_picks = []
     try:
-        # Reference: nginx answering by itself, 1 worker.
-        ngx = Nginx(bench.work, bench.confdir, bench.logdir, "ref")
-        ngx.start()
-        meta["nginx_snippets"] = ngx.snippets
-        log(f"nginx reference (return 200, 1 worker) on :{ngx.ref}; snippets: {ngx.snippets}")
-        ncpu = {"nginx": ngx.workers}
-        bench.warmup("nginx", "ref", f"http://127.0.0.1:{ngx.ref}/", ncpu)
-        for c in pl["ref_conc"]:
-            # As many rounds as gearboxd's hello points: the advisor check compares tails.
-            bench.wrk_rounds(pl.get("sweep_rounds", {}).get("hello", 1), "nginx", "ref", "hello",
-                             f"http://127.0.0.1:{ngx.ref}/", c, d, ncpu)
-        if pl["seed"]["hello"]:
-            bench.httperf("nginx", "ref", "hello", ngx.ref, "/", pl["seed_conns"], ncpu)
-        ngx.stop()
-
+        run_reference(bench, pl, meta, d)
         bench.pg.start()
         meta["postgres"] = bench.pg.version()
         log(f"postgres ({meta['postgres']}) on {bench.pg.dir}, bench_rows: {Postgres.ROWS} rows")
@@ -210,10 +236,12 @@ def main():
         stop_all()
         bench.pg.stop()
         shutil.rmtree(bench.work, ignore_errors=True)
+    return failed, advice_picks
 
-    meta["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
-    meta["elapsed_s"] = round(time.monotonic() - T0, 1)
-    meta["duration_per_point_s"] = d
+
+def write_results(args, out, meta, pl, bench, failed, advice_picks):
+    """Writes advisor.md/.json, results.md/.json and the plots. Returns the quick
+    checks, the advisor's evaluation and the report."""
     checks = bench_report.quick_checks(bench.runs, bench.idle) if args.quick else []
     advice = bench_advisor.evaluate(bench.runs, advice_picks, pl, CONFIG_BY_LABEL,
                                     asserting=not args.quick)
@@ -224,6 +252,12 @@ def main():
                                  bench.notes, checks, failed)
     report.write(out, plots=not args.no_plots)
     log(f"bench: wrote {out}/results.md, results.json" + ("" if args.no_plots else " and plots"))
+    return checks, advice, report
+
+
+def log_outcome(args, checks, advice, report, failed):
+    """Logs the targets, the checks and the advisor's table; returns the exit
+    status: 2 on an error, else 1 if a check that counts failed."""
     for line in report.target_lines():
         log("target: " + line)
     bad = [c for c in checks if not c["ok"]]
@@ -244,6 +278,27 @@ def main():
             "printed, not asserted)")
         return 1 if bad else 0
     return 1 if advice_bad else 0
+
+
+def main():
+    args = parse_args()
+    if args.rerender:
+        return rerender(args)
+
+    require_tools()
+    pl = plan_for(args)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    meta = start_meta(args, out, pl)
+    bench = make_bench(args, out, meta, pl)
+    d = pl["duration"]
+    failed, advice_picks = run_plan(bench, pl, meta, d)
+
+    meta["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+    meta["elapsed_s"] = round(time.monotonic() - T0, 1)
+    meta["duration_per_point_s"] = d
+    checks, advice, report = write_results(args, out, meta, pl, bench, failed, advice_picks)
+    return log_outcome(args, checks, advice, report, failed)
 
 
 if __name__ == "__main__":

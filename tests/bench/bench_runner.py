@@ -194,66 +194,22 @@ class Bench:
         gb.wait_quiet()
         rss0, slab0 = rss_kib(gb.pids()), slab_kib()
         st0 = gb.status()
-        cmd = [sys.executable, os.path.join(HERE, "idle_clients.py"), "--port", str(gb.port),
-               "--count", str(count), "--setup-timeout", "60", "--hold-timeout", "120"]
-        if kind == "slow":
-            cmd.append("--slow")
+        cmd = idle_clients_command(gb.port, count, kind)
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         STARTED.append(p)
         res = {"kind": kind, "server": gb.label, "count": count, "command": " ".join(cmd),
                "rss0_kib": rss0}
         try:
-            line = read_line(p, 90)
-            res.update(parse_kv(line))
-            # The figures are read once the server has taken every held
-            # connection: accepted, and under prefork a slow head handed to
-            # the head guard (a child gives it up after its park grace).
-            opened = int(res.get("opened") or count)
-            res["all_taken"] = bool(wait_until(lambda: taken_all(gb, st0, opened, kind), 10))
-            res["rss1_kib"] = rss_kib(gb.pids())
-            slab1 = slab_kib()
-            p.stdin.write("check\n")
-            p.stdin.flush()
-            res["held_before"] = parse_kv(read_line(p, 10)).get("open")
-            st_held = gb.status()
+            st_held, slab1 = wait_held(p, gb, st0, res, count, kind)
             r = self.wrk(gb.label, "direct", kind, base_url, conc, duration, cpu, gb.pids,
                          tag=f"{kind}-loaded", gearbox=gb)
             res["rss2_kib"] = rss_kib(gb.pids())
-            p.stdin.write("check\n")
-            p.stdin.flush()
-            res["held_after"] = parse_kv(read_line(p, 10)).get("open")
-            held = res["held_before"] or 0
-            res["rss_delta_kib"] = res["rss1_kib"] - rss0
-            # Only meaningful when the server kept (most of) them: prefork gives idle
-            # keep-alive connections up as soon as another client waits.
-            res["bytes_per_conn"] = res["rss_delta_kib"] * 1024 / held if held >= count / 2 else None
-            if slab0 is not None and slab1 is not None and held:
-                # Both ends of each connection, and whatever else the host did meanwhile.
-                res["kernel_slab_bytes_per_conn"] = (slab1 - slab0) * 1024 / held
-            res["p50_ms"], res["p99_ms"] = r["p50_ms"], r["p99_ms"]
-            res["rps"], res["errors"], res["non2xx"] = r["rps"], r["errors"], r["non2xx"]
-            res["wrk_conc"] = conc
-            # Other jobs' CPU during either wrk run: the rate ratio is unreliable then.
-            res["foreign_cpu_cores"] = max(r.get("foreign_cpu_cores") or 0,
-                                           base.get("foreign_cpu_cores") or 0)
-            st1 = gb.status()
-            if st0 and st_held and st1:
-                # prefork: slow heads its head guard took over, counted before the load
-                # starts (only the held clients connected meanwhile). On a loaded host a
-                # wrk connection whose head is late can be parked too: counted apart.
-                res["parked"] = st_held.get("parked", 0) - st0.get("parked", 0)
-                res["parked_under_load"] = st1.get("parked", 0) - st_held.get("parked", 0)
+            res["held_after"] = still_open(p)
+            memory_figures(res, count, rss0, slab0, slab1)
+            load_figures(res, r, base, conc)
+            parked_figures(res, st0, st_held, gb.status())
         finally:
-            try:
-                p.stdin.close()
-            except OSError:
-                pass
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            STARTED.remove(p)
+            end_idle_clients(p)
         self.idle.append(res)
         bpc = res.get("bytes_per_conn")
         log(f"{gb.label:<13} {kind}: {res.get('answered')}/{count} answered, held {res.get('held_before')}"
@@ -261,6 +217,86 @@ class Bench:
             f"({'n/a' if bpc is None else f'{bpc:.0f} B/conn'}), /hello p99 {fmt_ms(res.get('p99_ms'))}")
         return res
 
+
+def idle_clients_command(port, count, kind):
+    """The idle_clients.py command line for `count` connections of `kind` to `port`."""
+    cmd = [sys.executable, os.path.join(HERE, "idle_clients.py"), "--port", str(port),
+           "--count", str(count), "--setup-timeout", "60", "--hold-timeout", "120"]
+    if kind == "slow":
+        cmd.append("--slow")
+    return cmd
+
+
+def still_open(p):
+    """Asks idle_clients.py `p` how many of its connections the server has not closed."""
+    p.stdin.write("check\n")
+    p.stdin.flush()
+    return parse_kv(read_line(p, 10)).get("open")
+
+
+def wait_held(p, gb, st0, res, count, kind):
+    """Reads idle_clients.py's "ready" line into `res`, waits for gearboxd to take
+    every held connection, and records RSS and the connections held then. Returns
+    gearboxd's /status and the kernel's slab KiB with the connections held."""
+    line = read_line(p, 90)
+    res.update(parse_kv(line))
+    # The figures are read once the server has taken every held
+    # connection: accepted, and under prefork a slow head handed to
+    # the head guard (a child gives it up after its park grace).
+    opened = int(res.get("opened") or count)
+    res["all_taken"] = bool(wait_until(lambda: taken_all(gb, st0, opened, kind), 10))
+    res["rss1_kib"] = rss_kib(gb.pids())
+    slab1 = slab_kib()
+    res["held_before"] = still_open(p)
+    return gb.status(), slab1
+
+
+def memory_figures(res, count, rss0, slab0, slab1):
+    """What the held connections cost: gearboxd's RSS and the kernel's slab per connection."""
+    held = res["held_before"] or 0
+    res["rss_delta_kib"] = res["rss1_kib"] - rss0
+    # Only meaningful when the server kept (most of) them: prefork gives idle
+    # keep-alive connections up as soon as another client waits.
+    res["bytes_per_conn"] = res["rss_delta_kib"] * 1024 / held if held >= count / 2 else None
+    if slab0 is not None and slab1 is not None and held:
+        # Both ends of each connection, and whatever else the host did meanwhile.
+        res["kernel_slab_bytes_per_conn"] = (slab1 - slab0) * 1024 / held
+
+
+def load_figures(res, r, base, conc):
+    """The loaded wrk run `r`'s figures (`base`: the baseline run before the clients)."""
+    res["p50_ms"], res["p99_ms"] = r["p50_ms"], r["p99_ms"]
+    res["rps"], res["errors"], res["non2xx"] = r["rps"], r["errors"], r["non2xx"]
+    res["wrk_conc"] = conc
+    # Other jobs' CPU during either wrk run: the rate ratio is unreliable then.
+    res["foreign_cpu_cores"] = max(r.get("foreign_cpu_cores") or 0,
+                                   base.get("foreign_cpu_cores") or 0)
+
+
+def parked_figures(res, st0, st_held, st1):
+    """Connections gearboxd's head guard parked, from /status before the clients
+    (st0), with them held (st_held) and after the load (st1)."""
+    if st0 and st_held and st1:
+        # prefork: slow heads its head guard took over, counted before the load
+        # starts (only the held clients connected meanwhile). On a loaded host a
+        # wrk connection whose head is late can be parked too: counted apart.
+        res["parked"] = st_held.get("parked", 0) - st0.get("parked", 0)
+        res["parked_under_load"] = st1.get("parked", 0) - st_held.get("parked", 0)
+
+
+def end_idle_clients(p):
+    """Closes idle_clients.py's stdin (it closes its connections and exits) and
+    waits for it, killing it after 20 s."""
+    try:
+        p.stdin.close()
+    except OSError:
+        pass
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    STARTED.remove(p)
 
 
 def status_delta(r, st0, st1):

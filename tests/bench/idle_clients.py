@@ -68,7 +68,7 @@ def response_complete(buf):
     return len(buf) >= head_end + 4 + length
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
@@ -79,7 +79,177 @@ def main():
     ap.add_argument("--hold-timeout", type=float, default=300.0)
     ap.add_argument("--slow", action="store_true", help="slowloris clients: a head that never ends")
     ap.add_argument("--trickle-ms", type=float, default=1000.0)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def request_for(args):
+    """What each connection sends: a whole GET, or with --slow the start of a head."""
+    if args.slow:
+        return (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
+                "User-Agent: gearbox-bench-slow\r\nX-Slow: ").encode()
+    return (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
+            "User-Agent: gearbox-bench-idle\r\n\r\n").encode()
+
+
+class Clients:
+    """The connections, the selector they are registered with, and their counts."""
+
+    def __init__(self, args):
+        self.args = args
+        self.request = request_for(args)
+        self.sel = selectors.DefaultSelector()
+        self.conns = []
+        self.opened = self.answered = self.failed = self.closed = 0
+        self.inflight = 0
+        self.stop = False
+        self.pending = b""
+
+    def close_conn(self, c, counted_as):
+        if c.state in ("connecting", "waiting"):
+            self.inflight -= 1
+        try:
+            self.sel.unregister(c.sock)
+        except (KeyError, ValueError):
+            pass
+        c.sock.close()
+        if counted_as == "failed":
+            self.failed += 1
+        else:
+            self.closed += 1
+        c.state = "closed"
+
+    def open_more(self):
+        """Starts connecting until --count are opened or --window are in flight."""
+        args = self.args
+        while self.opened < args.count and self.inflight < args.window:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            err = s.connect_ex((args.host, args.port))
+            c = Conn(s)
+            self.conns.append(c)
+            self.opened += 1
+            self.inflight += 1
+            if err not in (0, errno.EINPROGRESS):
+                self.close_conn(c, "failed")
+                continue
+            self.sel.register(s, selectors.EVENT_WRITE, c)
+
+    def on_connected(self, c):
+        """A connecting socket turned writable: send the request (or the head's start)."""
+        err = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self.close_conn(c, "failed")
+            return
+        try:
+            c.sock.send(self.request)
+        except OSError:
+            self.close_conn(c, "failed")
+            return
+        if self.args.slow:
+            # Nothing to wait for: the head has started and never ends.
+            c.state = "idle"
+            self.answered += 1
+            self.inflight -= 1
+        else:
+            c.state = "waiting"
+        self.sel.modify(c.sock, selectors.EVENT_READ, c)
+
+    def on_readable(self, c):
+        """A waiting or idle connection turned readable: its response, or a close."""
+        data = read_some(c.sock)
+        if data is None:
+            return
+        if not data:
+            self.close_conn(c, "failed" if c.state == "waiting" else "closed")
+            return
+        if c.state == "waiting":
+            c.buf += data
+            if response_complete(c.buf):
+                c.buf = b""
+                c.state = "idle"
+                self.answered += 1
+                self.inflight -= 1
+
+    def set_up(self):
+        """Opens --count connections, at most --window in flight, until all are
+        answered or --setup-timeout; prints the "ready" line."""
+        args = self.args
+        start = time.monotonic()
+        deadline = start + args.setup_timeout
+        while (self.opened < args.count or self.inflight > 0) and time.monotonic() < deadline:
+            self.open_more()
+            for key, _ in self.sel.select(timeout=0.5):
+                c = key.data
+                if c.state == "connecting":
+                    self.on_connected(c)
+                elif c.state in ("waiting", "idle"):
+                    self.on_readable(c)
+        setup_secs = time.monotonic() - start
+        # Whatever is still unanswered at the deadline counts as failed.
+        for c in self.conns:
+            if c.state in ("connecting", "waiting"):
+                self.close_conn(c, "failed")
+        print(f"ready opened={self.opened} answered={self.answered} closed={self.closed} "
+              f"failed={self.failed} secs={setup_secs:.2f}", flush=True)
+
+    def on_term(self, *_):
+        self.stop = True
+
+    def trickle(self):
+        """--slow: one more header byte on every idle connection."""
+        for c in self.conns:
+            if c.state == "idle":
+                try:
+                    c.sock.send(b"a")
+                except OSError:
+                    self.close_conn(c, "closed")
+
+    def read_commands(self):
+        """Answers the "check" lines stdin has; False at EOF."""
+        chunk = os.read(sys.stdin.fileno(), 4096)
+        if not chunk:
+            return False
+        self.pending += chunk
+        while b"\n" in self.pending:
+            line, self.pending = self.pending.split(b"\n", 1)
+            if line.strip() == b"check":
+                still = sum(1 for c in self.conns if c.state == "idle")
+                print(f"open={still} closed={self.closed}", flush=True)
+        return True
+
+    def hold(self):
+        """Holds the connections until EOF on stdin, SIGTERM or --hold-timeout,
+        answering "check" lines; then closes them all."""
+        # Idle connections stay registered for reading: a read of 0 bytes means
+        # the server closed it (prefork gives idle keep-alive connections up).
+        args = self.args
+        signal.signal(signal.SIGTERM, self.on_term)
+        os.set_blocking(sys.stdin.fileno(), False)
+        self.sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
+        hold_deadline = time.monotonic() + args.hold_timeout
+        next_trickle = time.monotonic() + args.trickle_ms / 1000.0
+        while not self.stop and time.monotonic() < hold_deadline:
+            now = time.monotonic()
+            if args.slow and now >= next_trickle:
+                self.trickle()
+                next_trickle = now + args.trickle_ms / 1000.0
+            wait = min(0.5, max(0.0, next_trickle - now)) if args.slow else 0.5
+            for key, _ in self.sel.select(timeout=wait):
+                if key.data == "stdin":
+                    if not self.read_commands():
+                        self.stop = True
+                        break
+                    continue
+                c = key.data
+                if read_some(c.sock) == b"":
+                    self.close_conn(c, "closed")
+        for c in self.conns:
+            if c.state != "closed":
+                c.sock.close()
+
+
+def main():
+    args = parse_args()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.exit("idle_clients: loopback only")
 
@@ -87,132 +257,9 @@ def main():
     if limit < args.count + 16:
         sys.exit(f"idle_clients: RLIMIT_NOFILE {limit} is too low for {args.count} connections")
 
-    request = (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
-               "User-Agent: gearbox-bench-idle\r\n\r\n").encode()
-    if args.slow:
-        request = (f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\n"
-                   "User-Agent: gearbox-bench-slow\r\nX-Slow: ").encode()
-    sel = selectors.DefaultSelector()
-    conns = []
-    opened = answered = failed = closed = 0
-    inflight = 0
-    start = time.monotonic()
-    deadline = start + args.setup_timeout
-
-    def close_conn(c, counted_as):
-        nonlocal closed, failed, inflight
-        if c.state in ("connecting", "waiting"):
-            inflight -= 1
-        try:
-            sel.unregister(c.sock)
-        except (KeyError, ValueError):
-            pass
-        c.sock.close()
-        if counted_as == "failed":
-            failed += 1
-        else:
-            closed += 1
-        c.state = "closed"
-
-    while (opened < args.count or inflight > 0) and time.monotonic() < deadline:
-        while opened < args.count and inflight < args.window:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setblocking(False)
-            err = s.connect_ex((args.host, args.port))
-            c = Conn(s)
-            conns.append(c)
-            opened += 1
-            inflight += 1
-            if err not in (0, errno.EINPROGRESS):
-                close_conn(c, "failed")
-                continue
-            sel.register(s, selectors.EVENT_WRITE, c)
-        for key, mask in sel.select(timeout=0.5):
-            c = key.data
-            if c.state == "connecting":
-                err = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if err:
-                    close_conn(c, "failed")
-                    continue
-                try:
-                    c.sock.send(request)
-                except OSError:
-                    close_conn(c, "failed")
-                    continue
-                if args.slow:
-                    # Nothing to wait for: the head has started and never ends.
-                    c.state = "idle"
-                    answered += 1
-                    inflight -= 1
-                else:
-                    c.state = "waiting"
-                sel.modify(c.sock, selectors.EVENT_READ, c)
-            elif c.state in ("waiting", "idle"):
-                data = read_some(c.sock)
-                if data is None:
-                    continue
-                if not data:
-                    close_conn(c, "failed" if c.state == "waiting" else "closed")
-                    continue
-                if c.state == "waiting":
-                    c.buf += data
-                    if response_complete(c.buf):
-                        c.buf = b""
-                        c.state = "idle"
-                        answered += 1
-                        inflight -= 1
-    setup_secs = time.monotonic() - start
-    # Whatever is still unanswered at the deadline counts as failed.
-    for c in conns:
-        if c.state in ("connecting", "waiting"):
-            close_conn(c, "failed")
-    print(f"ready opened={opened} answered={answered} closed={closed} failed={failed} "
-          f"secs={setup_secs:.2f}", flush=True)
-
-    # Hold. Idle connections stay registered for reading: a read of 0 bytes means
-    # the server closed it (prefork gives idle keep-alive connections up).
-    stop = False
-
-    def on_term(*_):
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    os.set_blocking(sys.stdin.fileno(), False)
-    sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
-    hold_deadline = time.monotonic() + args.hold_timeout
-    next_trickle = time.monotonic() + args.trickle_ms / 1000.0
-    pending = b""
-    while not stop and time.monotonic() < hold_deadline:
-        now = time.monotonic()
-        if args.slow and now >= next_trickle:
-            for c in conns:
-                if c.state == "idle":
-                    try:
-                        c.sock.send(b"a")
-                    except OSError:
-                        close_conn(c, "closed")
-            next_trickle = now + args.trickle_ms / 1000.0
-        wait = min(0.5, max(0.0, next_trickle - now)) if args.slow else 0.5
-        for key, _ in sel.select(timeout=wait):
-            if key.data == "stdin":
-                chunk = os.read(sys.stdin.fileno(), 4096)
-                if not chunk:
-                    stop = True
-                    break
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    if line.strip() == b"check":
-                        still = sum(1 for c in conns if c.state == "idle")
-                        print(f"open={still} closed={closed}", flush=True)
-                continue
-            c = key.data
-            if read_some(c.sock) == b"":
-                close_conn(c, "closed")
-    for c in conns:
-        if c.state != "closed":
-            c.sock.close()
+    clients = Clients(args)
+    clients.set_up()
+    clients.hold()
     return 0
 
 
