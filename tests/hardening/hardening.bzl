@@ -1,9 +1,9 @@
 """One hardening cc_test per concurrency model, like the integration suite.
 
-hardening_tests(name = "faults", srcs = [...]) makes faults_prefork,
-faults_threadpool and faults_async (each run with --model=<model> and the real
-gearboxd in its runfiles) plus a test_suite `faults`. The tests are slow and
-timing-sensitive: tagged "hardening" (run them alone with
+hardening_tests(name = "resources", srcs = [...]) makes resources_prefork,
+resources_threadpool and resources_async (each run with --model=<model> and
+the real gearboxd in its runfiles) plus a test_suite `resources`. The tests are
+slow and timing-sensitive: tagged "hardening" (run them alone with
 --test_tag_filters=hardening) and "exclusive" (no other test shares the CPUs).
 """
 
