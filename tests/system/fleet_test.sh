@@ -46,6 +46,10 @@
 # instead of failing (see the rolling phase). Needs nginx, prometheus (Debian prometheus: the server and promtool),
 # curl, python3.
 # Run it under `flock /tmp/gearbox-heavy.lock` next to other heavy suites.
+#
+# This file runs the phases; it sources fleet_servers.sh (the hosts, nginx,
+# Prometheus: configs, start, kill -9, a host's figures) and fleet_load.sh (the
+# load through nginx and reading its results).
 set -euo pipefail
 
 if [[ -z "${_FLEET_TEST_BOUNDED:-}" ]]; then
@@ -61,6 +65,10 @@ fail() { echo "fleet_test: FAIL: $*" >&2; exit 1; }
 
 # shellcheck source=tests/system/lib.sh
 source "$here/lib.sh"
+# shellcheck source=tests/system/fleet_servers.sh
+source "$here/fleet_servers.sh"
+# shellcheck source=tests/system/fleet_load.sh
+source "$here/fleet_load.sh"
 need nginx:nginx-light prometheus:prometheus promtool:prometheus curl:curl python3:python3 \
   setsid:util-linux ps:procps awk:mawk
 find_gearboxd
@@ -81,9 +89,6 @@ trap cleanup EXIT
 trap 'exit 124' TERM INT
 
 now() { date +%s.%N; }
-json() {  # FILE EXPRESSION (Python, over d = the document)
-  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 # --- the hosts ---------------------------------------------------------------------
 addr=(127.0.0.2 127.0.0.3 127.0.0.4)
@@ -93,246 +98,19 @@ port=()
 for i in 0 1 2; do port[i]=$(free_port "${addr[i]}"); done
 host() { echo "${addr[$1]}:${port[$1]}"; }
 
-write_host_conf() {  # INDEX MODEL
-  local d=$work/h$1
-  mkdir -p "$d"
-  cat > "$d/gearbox.toml" <<EOF
-# fleet_test.sh host $1 ($(host "$1")); the multi-host recipe: a TCP listener.
-[server]
-model = "$2"
-graceful_timeout = "10s"
-
-[[listen]]
-name = "http"
-protocol = "http"
-address = "$(host "$1")"
-
-[threadpool]
-threads = 16
-queue = 256
-
-[prefork]
-workers = 8
-
-[async]
-loops = 1
-
-[limits]
-# Above the upstream keepalive_timeout (60s, gearbox-multihost.conf): nginx, not
-# gearboxd, closes idle connections.
-idle_timeout = "75s"
-
-[log]
-access = true
-
-[[route]]
-path = "/hello"
-handler = "text"
-body = "hello world\n"
-
-[[route]]
-path = "/sleep"
-handler = "wait"
-ms = 1
-max_ms = 10000
-
-[[route]]
-path = "/echo"
-handler = "echo"
-
-# A handler error, for the 5xx ratio.
-[[route]]
-path = "/fail"
-handler = "text"
-status = 500
-body = "failed on purpose\n"
-
-[[route]]
-path = "/status"
-handler = "status"
-EOF
-  "$GEARBOXD" -t -c "$d/gearbox.toml" >/dev/null || fail "gearboxd -t rejected host $1's config"
-}
-
-start_host() {  # INDEX
-  local d=$work/h$1 pid
-  # setsid: the host gets a process group of its own, so that kill -9 and
-  # SIGSTOP reach all its processes at once, as when a machine dies or hangs.
-  setsid "$GEARBOXD" -c "$d/gearbox.toml" >> "$d/gearboxd.log" 2>&1 &
-  pid=$!
-  hostpid[$1]=$pid
-  wait_for "curl -sf --max-time 1 http://$(host "$1")/hello" 15 ||
-    { tail -20 "$d/gearboxd.log" >&2; fail "host $1 ($(host "$1")) did not start"; }
-  [[ $(ps -o pgid= -p "$pid" | tr -d ' ') == "$pid" ]] || fail "host $1 is not its own process group"
-}
-
-kill_host() {  # INDEX: kill -9 of the whole host, reaped
-  local pid=${hostpid[$1]}
-  kill -KILL -- "-$pid"
-  wait_for "! alive $pid" 5 || fail "host $1 survived kill -9"
-  wait "$pid" 2>/dev/null || true
-  hostpid[$1]=""
-}
-
-status_json() {  # INDEX KEY: a field of the host's /status, read directly
-  curl -sS --max-time 5 "http://$(host "$1")/status" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
-# awk reads the whole exposition: an early exit would leave curl writing into a
-# closed pipe (curl: (23) Failed writing body), and pipefail fails the read.
-# With the per-route samples the exposition is larger than a pipe's buffer.
-om() {  # INDEX SAMPLE-PREFIX: a sample of the host's OpenMetrics exposition
-  curl -sS --max-time 5 "http://$(host "$1")/status?format=openmetrics" |
-    awk -v p="$2" '!found && index($0, p) == 1 { print $NF; found = 1 }'
-}
-# Requests that took longer than 1 s on a host, counted by the host: _count
-# minus the le="1" bucket, both from one exposition (a second read would also
-# count the first one, and any scrape in between, as fast).
-slow_count() {
-  curl -sS --max-time 5 "http://$(host "$1")/status?format=openmetrics" |
-    awk '/^gearbox_request_duration_seconds_count / { all = $NF }
-         /^gearbox_request_duration_seconds_bucket\{le="1"\} / { fast = $NF }
-         END { if (all == "" || fast == "") exit 1; print all - fast }'
-}
-
 for i in 0 1 2; do
   write_host_conf "$i" "${model[i]}"
   start_host "$i"
   say "host $i: $(host "$i") ${model[i]} (pid ${hostpid[i]})"
 done
 
-# --- nginx -------------------------------------------------------------------------
-ngx=$work/nginx
-mkdir -p "$ngx/conf" "$ngx/logs" "$ngx/tmp"
-nport=$(free_port 127.0.0.1)
-base=http://127.0.0.1:$nport
-# The shipped upstream with the test's server lines and the shipped parameters.
-params=$(sed -n 's/^ *server 192\.0\.2\.[0-9]*:[0-9]* \([^;]*\);.*/\1/p' "$snippets/gearbox-multihost.conf" |
-  grep -v backup | head -1)
-[[ -n "$params" ]] || fail "no server line in gearbox-multihost.conf"
-servers=""
-for i in 0 1 2; do servers+="    server $(host "$i") $params;"$'\n'; done
-awk -v servers="$servers" '/^ *server 192\.0\.2\./ { if (!done) printf "%s", servers; done = 1; next } { print }' \
-  "$snippets/gearbox-multihost.conf" > "$ngx/conf/upstream.conf"
-[[ $(grep -c '^ *server 127\.0\.0\.' "$ngx/conf/upstream.conf") == 3 ]] || fail "server lines not replaced"
-grep -q '192\.0\.2\.' "$ngx/conf/upstream.conf" && fail "an example address is left in the upstream"
-sed -e 's/^proxy_read_timeout 60s;$/proxy_read_timeout 2s;/' \
-    -e 's/^proxy_connect_timeout 5s;$/proxy_connect_timeout 1s;/' \
-    "$snippets/gearbox-http.conf" > "$ngx/conf/gearbox-http.conf"
-for setting in 'proxy_read_timeout 2s;' 'proxy_connect_timeout 1s;'; do
-  grep -qx "$setting" "$ngx/conf/gearbox-http.conf" ||
-    fail "gearbox-http.conf: $setting not set (the shipped line moved?)"
-done
-say "upstream gearbox_http: least_conn, $(host 0) $(host 1) $(host 2), $params"
-say "timeouts shortened: proxy_read_timeout 2s, proxy_connect_timeout 1s (shipped: 60s, 5s)"
-cat > "$ngx/conf/nginx.conf" <<EOF
-# Generated by tests/system/fleet_test.sh.
-worker_processes 2;
-pid $ngx/nginx.pid;
-error_log $ngx/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  log_format fleet '\$request_id \$remote_addr "\$request" \$status up=\$upstream_addr ups=\$upstream_status rt=\$request_time';
-  access_log $ngx/logs/access.log fleet;
-  client_body_temp_path $ngx/tmp/client_body;
-  proxy_temp_path $ngx/tmp/proxy;
-  fastcgi_temp_path $ngx/tmp/fastcgi;
-  uwsgi_temp_path $ngx/tmp/uwsgi;
-  scgi_temp_path $ngx/tmp/scgi;
-  include $ngx/conf/upstream.conf;
-  server {
-    listen 127.0.0.1:$nport;
-    # The test's own lines: which host(s) nginx tried, and its request id.
-    location = /status {
-      include $snippets/gearbox-status.conf;
-      include $ngx/conf/gearbox-http.conf;
-      add_header X-Upstream \$upstream_addr always;
-      add_header X-Request-Id \$request_id always;
-    }
-    location / {
-      include $ngx/conf/gearbox-http.conf;
-      add_header X-Upstream \$upstream_addr always;
-      add_header X-Request-Id \$request_id always;
-    }
-  }
-}
-EOF
-out=$(nginx -p "$ngx" -e "$ngx/logs/error.log" -c "$ngx/conf/nginx.conf" -t 2>&1) || { echo "$out" >&2; fail "nginx -t"; }
-grep -Eq '\[(warn|error|crit|alert|emerg)\]' <<<"$out" && { echo "$out" >&2; fail "nginx -t is not clean"; }
-nginx -p "$ngx" -e "$ngx/logs/error.log" -c "$ngx/conf/nginx.conf" -g 'daemon off;' > "$ngx/logs/stdout.log" 2>&1 &
-pids+=($!)
-wait_for "curl -sf --max-time 1 $base/hello" 10 || { cat "$ngx/logs/error.log" >&2; fail "nginx did not start"; }
-say "nginx on $base"
+# --- nginx and Prometheus --------------------------------------------------------------
+start_nginx
+start_prometheus
 
-# --- Prometheus ----------------------------------------------------------------------
-prom=$work/prometheus
-mkdir -p "$prom"
-pport=$(free_port 127.0.0.1)
-purl=http://127.0.0.1:$pport
-targets=""
-for i in 0 1 2; do targets+="          - $(host "$i")"$'\n'; done
-sed -e 's/^  scrape_interval: 15s$/  scrape_interval: 1s/' \
-    -e 's/^  evaluation_interval: 15s$/  evaluation_interval: 1s/' \
-    -e 's/^    scrape_timeout: 5s$/    scrape_timeout: 1s/' "$root/packaging/prometheus/gearbox.yml" |
-  awk -v targets="$targets" '/^ *- 192\.0\.2\./ { if (!done) printf "%s", targets; done = 1; next } { print }' \
-  > "$prom/gearbox.yml"
-for setting in 'scrape_interval: 1s' 'evaluation_interval: 1s' 'scrape_timeout: 1s'; do
-  grep -q "$setting" "$prom/gearbox.yml" || fail "gearbox.yml: $setting not set"
-done
-sed 's/\[1m\]/[10s]/g' "$root/packaging/prometheus/gearbox-rules.yml" > "$prom/gearbox-rules.yml"
-[[ $(grep -c '\[10s\]' "$prom/gearbox-rules.yml") -ge 6 ]] || fail "rule windows not rewritten"
-promtool check config "$prom/gearbox.yml" >/dev/null || fail "promtool check config (test copy)"
-prometheus --config.file="$prom/gearbox.yml" --storage.tsdb.path="$prom/data" \
-  --web.listen-address="127.0.0.1:$pport" --log.level=warn > "$prom/prometheus.log" 2>&1 &
-pids+=($!)
-wait_for "curl -sf --max-time 1 $purl/-/ready" 30 || { cat "$prom/prometheus.log" >&2; fail "prometheus did not start"; }
-say "prometheus on $purl: scrape and evaluation every 1s, rule windows 10s (shipped: 15s, 1m)"
-python3 "$here/fleet_prom.py" "$purl" wait-up 3 20 || fail "Prometheus does not scrape the fleet"
-
-# --- load ----------------------------------------------------------------------------
+# --- load: the figures table, a line per phase (fleet_load.sh's figure) -------------------
 figures=$work/figures.txt
 : > "$figures"
-load() {  # LABEL RATE DURATION REQUEST...
-  local label=$1 rate=$2 duration=$3
-  shift 3
-  local kinds=()
-  for k in "$@"; do kinds+=(--request "$k"); done
-  python3 "$here/fleet_load.py" --port "$nport" --label "$label" --rate "$rate" \
-    --duration "$duration" "${kinds[@]}" --out "$work/load-$label.json" \
-    --progress "$work/load-$label.at"
-}
-# load_at LABEL SECONDS: waits until the load LABEL (in the background) has
-# sent SECONDS worth of its requests: the test acts at a point of the load's
-# own timeline, however late the load started on a busy host.
-load_at() {
-  local at=$work/load-$1.at
-  wait_for "[[ -s '$at' ]] && (( \$(cut -d. -f1 '$at') >= $2 ))" $(($2 + 20)) ||
-    fail "the load $1 did not reach ${2}s"
-}
-# prom_after T: waits until Prometheus has scraped every host and evaluated the
-# rules after T: the figures of a load that ended before T are in.
-prom_after() {
-  python3 "$here/fleet_prom.py" "$purl" wait-after "$1" 10 || fail "Prometheus did not scrape after $1"
-}
-figure() {  # LABEL NOTE: one line of the final table, from that load's result
-  local f=$work/load-$1.json
-  printf '%-8s %8s %7s %8s  %s\n' "$1" "$(json "$f" 'd["requests"]')" "$(json "$f" 'd["failed"]')" \
-    "$(json "$f" 'd["retried"]')" "$2" >> "$figures"
-}
-# Requests of a load whose final upstream (the host that answered) was HOST, from
-# second FROM on.
-served_by() {  # LABEL HOST FROM
-  json "$work/load-$1.json" "sum(c.get('$2', 0) for s, c in d['timeline'].items() if int(s) >= $3)"
-}
-# Requests of a load that nginx sent to HOST (answered there or not), from second
-# FROM on: a request tried on more than one host is in "retries", one that failed
-# in "failures"; the rest never met a failing host.
-tried_host() {  # LABEL HOST FROM
-  json "$work/load-$1.json" "len({r['i'] for r in d['retries'] + d['failures'] if '$2' in r['upstream'] and r['t'] >= $3})"
-}
-errors_for() {  # PATTERN HOST: nginx error.log lines with PATTERN about HOST
-  grep -F "$1" "$ngx/logs/error.log" | grep -cF "upstream: \"http://$2/" || true
-}
 
 # --- status: off the public path --------------------------------------------------------
 say "=== status: /status through nginx from 127.0.0.1 and 127.0.0.2 ==="

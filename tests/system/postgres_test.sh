@@ -15,7 +15,7 @@
 #      strings, escaped (quotes, backslash, control characters, UTF-8);
 #      $1 bound from the query string, form-decoded (a %00 ends a value, as
 #      libpq sends it up to its first NUL); or from a path
-#      capture (/items/{id}: check_captures in postgres_answers.sh);
+#      capture (/items/{id}: check_captures in postgres_routes.sh);
 #   2. a role that needs a password (scram) is served with it from
 #      PGPASSFILE and from passfile= in the dsn, and refused (502) without;
 #      the connection budget (workers x pool) is logged at start, and a
@@ -23,8 +23,8 @@
 #      first connect); a missing parameter gets 400; a statement that cannot be
 #      prepared gets 500 whose body names the SQLSTATE (42P01) and not the
 #      query; -p and the log redact the password of a dsn;
-#   2b. postgres_answers.sh: SQLSTATE mappings, max_rows/max_bytes, int8 as
-#      strings, connect_timeout, RLIMIT_NOFILE exhaustion (see there);
+#   2b. SQLSTATE mappings, connect_timeout (postgres_errors.sh); max_rows/
+#      max_bytes, int8 as strings, RLIMIT_NOFILE exhaustion (postgres_limits.sh);
 #   3. a query longer than the route's timeout gets 504 within it, and
 #      pg_stat_activity shows the query gone (cancelled) within 2 s;
 #   4. a client that closes mid-query gets its query cancelled likewise;
@@ -38,15 +38,15 @@
 #      pool = 1 all get 200 (no 5xx), taking at least 6 x 0.2 s (they queued
 #      for the one connection) and within the route's timeout; 3 concurrent
 #      3 s queries there (timeout 5 s): one 200, two 504 (one cancelled
-#      running, one given up in the queue), and the pool serves at once after.
+#      running, one given up in the queue), and the pool serves at once after;
+#   8. (async, pipelined) the checks of postgres_pipeline.sh.
 #
 # Environment:
 #   GEARBOXD=PATH   use this binary instead of building //daemon:gearboxd
 #   MODELS="..."    the models to test (default: prefork threadpool async
 #                   async-unpipelined, which is async with pipeline = 1)
 #   POSTGRES_TEST_TIMEOUT=S  bound on the whole run (default 300)
-# Needs: postgresql (initdb, postgres, psql), curl, python3, runuser
-# (util-linux). Root (to run the server as postgres) or the postgres user.
+# Needs: postgresql, curl, python3, runuser; root (runs the server as postgres).
 set -euo pipefail
 
 if [[ -z "${_POSTGRES_TEST_BOUNDED:-}" ]]; then
@@ -63,8 +63,14 @@ fail() { echo "postgres_test: FAIL: $*" >&2; exit 1; }
 
 # shellcheck source=tests/system/lib.sh
 source "$root/tests/system/lib.sh"
-# shellcheck source=tests/system/postgres_answers.sh
-source "$root/tests/system/postgres_answers.sh"
+# shellcheck source=tests/system/postgres_routes.sh
+source "$root/tests/system/postgres_routes.sh"
+# shellcheck source=tests/system/postgres_errors.sh
+source "$root/tests/system/postgres_errors.sh"
+# shellcheck source=tests/system/postgres_limits.sh
+source "$root/tests/system/postgres_limits.sh"
+# shellcheck source=tests/system/postgres_pipeline.sh
+source "$root/tests/system/postgres_pipeline.sh"
 # shellcheck source=tests/system/pg_cluster.sh
 source "$root/tests/system/pg_cluster.sh"
 need curl:curl python3:python3 psql:postgresql runuser:util-linux

@@ -5,11 +5,11 @@
 # The container is systemd-nspawn booting a throwaway overlay of this machine's own
 # root (Debian bookworm: systemd 252, nginx), in a private mount namespace and with
 # a private network (loopback only); everything it writes is deleted afterwards.
-# Inside, tests/system/systemd_driver.sh installs the RPM (built here with
-# build-rpm.sh --prebuilt), enables the socket units and checks: socket ownership
-# and mode; activation on first connection; the packaged config serves /hello and
-# /status only, and its demo routes once uncommented (a reload); Type=notify
-# (READY, STATUS=, WATCHDOG=);
+# Inside, tests/system/systemd_driver.sh (with systemd_service.sh, its functions)
+# installs the RPM (built here with build-rpm.sh --prebuilt), enables the socket
+# units and checks: socket ownership and mode; activation on first connection; the
+# packaged config serves /hello and /status only, and its demo routes once
+# uncommented (a reload); Type=notify (READY, STATUS=, WATCHDOG=);
 # both sockets passed by name; gearboxd runs as gearbox without capabilities under
 # the sandbox; nobody cannot connect; nginx (www-data added to group gearbox) serves
 # through the shipped snippets over proxy_pass and fastcgi_pass, /status only
@@ -76,6 +76,7 @@ mkdir -p "$work/upper/gbtest" "$work/upper/etc/systemd/system" "$work/overlay-wo
 cp "$rpmfile" "$work/upper/gbtest/gearbox.rpm"
 cp "$develfile" "$work/upper/gbtest/gearbox-devel.rpm"
 cp "$root/tests/system/systemd_driver.sh" "$work/upper/gbtest/driver.sh"
+cp "$root/tests/system/systemd_service.sh" "$work/upper/gbtest/systemd_service.sh"
 cp "$root/tests/support/lib.sh" "$work/upper/gbtest/lib.sh"
 cat > "$work/upper/etc/systemd/system/gbtest.service" <<'EOF'
 [Unit]
