@@ -18,11 +18,15 @@ A renamed or inlined function shows as one row gone and one row new.
 import argparse
 import collections
 import glob
+import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from instr_cost import cycle_estimate  # noqa: E402
 
 EVENTS = "Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw".split()
 L1 = [EVENTS.index(e) for e in ("I1mr", "D1mr", "D1mw")]
-LL = [EVENTS.index(e) for e in ("ILmr", "DLmr", "DLmw")]
 
 
 def names(files):
@@ -65,7 +69,7 @@ def load(pattern):
 
 
 def cycles(v):
-    return v[0] + 10 * sum(v[i] for i in L1) + 100 * sum(v[i] for i in LL)
+    return cycle_estimate(dict(zip(EVENTS, v)))
 
 
 def per_request(totals, reqs):
