@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "tests/support/proc_state.h"
 
@@ -25,6 +28,25 @@ std::vector<std::string> Entries(const std::string& dir) {
     closedir(d);
   }
   return names;
+}
+
+// socket inode -> "tcp LOCAL REMOTE st=NN" for the process's TCP sockets.
+std::map<std::string, std::string> TcpSockets(const std::string& proc) {
+  std::map<std::string, std::string> by_inode;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in(proc + table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, skip, inode;
+      fields >> slot >> local >> remote >> state;
+      for (int i = 0; i < 5; ++i) fields >> skip;
+      fields >> inode;
+      by_inode[inode] = "tcp " + local + " " + remote + " st=" + state;
+    }
+  }
+  return by_inode;
 }
 
 }  // namespace
@@ -83,6 +105,37 @@ int TreeFdCount(pid_t pid) {
     n += static_cast<int>(Entries("/proc/" + std::to_string(p) + "/fd").size());
   }
   return n;
+}
+
+std::vector<std::string> TreeFds(pid_t pid) {
+  std::vector<std::string> fds;
+  for (pid_t p : ProcessTree(pid)) {
+    const std::string proc = "/proc/" + std::to_string(p);
+    const std::map<std::string, std::string> tcp = TcpSockets(proc);
+    for (const std::string& fd : Entries(proc + "/fd")) {
+      char target[128] = {};
+      if (readlink((proc + "/fd/" + fd).c_str(), target, sizeof target - 1) <
+          0) {
+        continue;
+      }
+      std::string what = target;
+      if (what.starts_with("socket:[")) {
+        const auto it = tcp.find(what.substr(8, what.size() - 9));
+        if (it != tcp.end()) what += " " + it->second;
+      }
+      fds.push_back(std::to_string(p) + " fd " + fd + ": " + what);
+    }
+  }
+  return fds;
+}
+
+std::string FdsOnlyIn(const std::vector<std::string>& a,
+                      const std::vector<std::string>& b) {
+  std::string only;
+  for (const std::string& fd : a) {
+    if (std::find(b.begin(), b.end(), fd) == b.end()) only += fd + "\n";
+  }
+  return only;
 }
 
 int TreeEpollWatches(pid_t pid) {

@@ -42,6 +42,13 @@ class ModuleTest : public ::testing::Test {
 std::vector<pid_t> ProcessTree(pid_t pid);
 // Open descriptors of the whole tree.
 int TreeFdCount(pid_t pid);
+// Each open descriptor of the tree as "PID fd N: TARGET", a TCP socket's
+// TARGET followed by its addresses and state (/proc/PID/net/tcp, hex): what
+// a leak check prints when the count is off.
+std::vector<std::string> TreeFds(pid_t pid);
+// The lines of `a` that are not in `b`, one per line.
+std::string FdsOnlyIn(const std::vector<std::string>& a,
+                      const std::vector<std::string>& b);
 // Descriptors registered in every epoll instance of the tree (the "tfd:"
 // lines of /proc/PID/fdinfo of each eventpoll fd): a libevent event left
 // behind shows up here.
