@@ -235,7 +235,9 @@ bool WaitFor(int fd, short events, Clock::time_point deadline, bool* eintr) {
 timespec MonotonicAfter(std::chrono::microseconds d) {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  const int64_t ns = ts.tv_nsec + d.count() * 1000;
+  // An end that has passed is now: a negative tv_nsec is no timespec (futex
+  // and clock_nanosleep refuse it with EINVAL).
+  const int64_t ns = ts.tv_nsec + std::max<int64_t>(d.count(), 0) * 1000;
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
   return ts;

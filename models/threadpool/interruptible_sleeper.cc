@@ -25,8 +25,10 @@ long FutexWaitUntil(std::atomic<uint32_t>* word, uint32_t expected,
 bool InterruptibleSleeper::SleepFor(std::chrono::microseconds d) {
   const timespec until = MonotonicAfter(d);
   while (aborted_.load(std::memory_order_acquire) == 0) {
-    if (FutexWaitUntil(&aborted_, 0, &until) != 0 && errno == ETIMEDOUT)
-      return true;
+    if (FutexWaitUntil(&aborted_, 0, &until) == 0) continue;  // a wake-up
+    // EAGAIN: aborted meanwhile (the loop sees it); EINTR: a signal. Any
+    // other error cannot sleep at all: trying again would spin.
+    if (errno != EAGAIN && errno != EINTR) return true;
   }
   return false;
 }
