@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "tests/support/proc_state.h"
+#include "tests/support/tcp_state.h"
 
 namespace gearbox::testing {
 namespace {
@@ -30,21 +30,13 @@ std::vector<std::string> Entries(const std::string& dir) {
   return names;
 }
 
-// socket inode -> "tcp LOCAL REMOTE st=NN" for the process's TCP sockets.
-std::map<std::string, std::string> TcpSockets(const std::string& proc) {
-  std::map<std::string, std::string> by_inode;
-  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
-    std::ifstream in(proc + table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state, skip, inode;
-      fields >> slot >> local >> remote >> state;
-      for (int i = 0; i < 5; ++i) fields >> skip;
-      fields >> inode;
-      by_inode[inode] = "tcp " + local + " " + remote + " st=" + state;
-    }
+// socket inode -> "tcp :LOCAL -> :REMOTE state=N" (tcp_state.h: IPv4).
+std::map<uint64_t, std::string> TcpByInode() {
+  std::map<uint64_t, std::string> by_inode;
+  for (const TcpSocket& s : TcpSockets()) {
+    by_inode[s.inode] = "tcp :" + std::to_string(s.local_port) +
+                        " -> :" + std::to_string(s.remote_port) +
+                        " state=" + std::to_string(s.state);
   }
   return by_inode;
 }
@@ -108,10 +100,10 @@ int TreeFdCount(pid_t pid) {
 }
 
 std::vector<std::string> TreeFds(pid_t pid) {
+  const std::map<uint64_t, std::string> tcp = TcpByInode();
   std::vector<std::string> fds;
   for (pid_t p : ProcessTree(pid)) {
     const std::string proc = "/proc/" + std::to_string(p);
-    const std::map<std::string, std::string> tcp = TcpSockets(proc);
     for (const std::string& fd : Entries(proc + "/fd")) {
       char target[128] = {};
       if (readlink((proc + "/fd/" + fd).c_str(), target, sizeof target - 1) <
@@ -120,7 +112,7 @@ std::vector<std::string> TreeFds(pid_t pid) {
       }
       std::string what = target;
       if (what.starts_with("socket:[")) {
-        const auto it = tcp.find(what.substr(8, what.size() - 9));
+        const auto it = tcp.find(strtoull(target + 8, nullptr, 10));
         if (it != tcp.end()) what += " " + it->second;
       }
       fds.push_back(std::to_string(p) + " fd " + fd + ": " + what);

@@ -42,9 +42,9 @@ class ModuleTest : public ::testing::Test {
 std::vector<pid_t> ProcessTree(pid_t pid);
 // Open descriptors of the whole tree.
 int TreeFdCount(pid_t pid);
-// Each open descriptor of the tree as "PID fd N: TARGET", a TCP socket's
-// TARGET followed by its addresses and state (/proc/PID/net/tcp, hex): what
-// a leak check prints when the count is off.
+// Each open descriptor of the tree as "PID fd N: TARGET", an IPv4 TCP
+// socket's TARGET followed by its ports and state: what a leak check prints
+// when the count is off.
 std::vector<std::string> TreeFds(pid_t pid);
 // The lines of `a` that are not in `b`, one per line.
 std::string FdsOnlyIn(const std::vector<std::string>& a,
