@@ -54,6 +54,16 @@ import os, sys
 held = {int(n) for n in os.listdir("/proc/%s/fd" % sys.argv[1])}
 print(next(n for n in range(len(held) + 1) if n not in held))' "$1"
 }
+# Server ends of connections to PORT still open (ESTABLISHED, CLOSE_WAIT):
+# after a curl exits, the daemon closes its end only once it reads the FIN.
+held_ends() {
+  python3 -c '
+import sys
+port = ":%04X" % int(sys.argv[1])
+print(sum(1 for t in ("/proc/net/tcp", "/proc/net/tcp6")
+          for line in open(t).readlines()[1:]
+          if line.split()[1].endswith(port) and line.split()[3] in ("01", "08")))' "$1"
+}
 # Lowers each serving process's soft RLIMIT_NOFILE so that it can open one
 # more fd (the client's socket) and no other, or restores it (no argument).
 limit_fds() {
@@ -68,6 +78,10 @@ limit_fds() {
 }
 
 check_rlimit() {  # BASE LOG MODEL
+  # The limit is set from the fds held now: an earlier request's end that
+  # closed after it would leave room for the connect that must fail.
+  wait_for "[[ \$(held_ends ${1##*:}) == 0 ]]" 5 ||
+    fail "gearboxd still holds earlier connections"
   limit_fds tight
   expect "$1/fresh" 503 '{"error":"server out of resources"}'
   limit_fds
